@@ -1,0 +1,611 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole configuration: server limits and the targets an agent
+// may name. It holds names of keyring items, never credential values.
+type Config struct {
+	Server ServerConfig             `toml:"server"`
+	SSH    map[string]*SSHTarget    `toml:"ssh"`
+	HTTP   map[string]*HTTPEndpoint `toml:"http"`
+}
+
+// ServerConfig holds the limits of the server itself. A zero field takes the
+// default that [Default] gives.
+type ServerConfig struct {
+	// StateDir holds the spool and the audit log; "~/" is expanded.
+	// Default: $XDG_STATE_HOME/actiongw, else ~/.local/state/actiongw.
+	StateDir string `toml:"state_dir"`
+	// MaxFrameBytes is the wire limit: the largest incoming JSON-RPC frame.
+	MaxFrameBytes int `toml:"max_frame_bytes"`
+	// ResultBytes is the content limit: the largest serialized tool result.
+	ResultBytes int `toml:"result_bytes"`
+	// MaxConcurrentActions bounds actions running at once.
+	MaxConcurrentActions int `toml:"max_concurrent_actions"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+	// HeadBytes and TailBytes are the in-memory preview of each stream.
+	HeadBytes int `toml:"head_bytes"`
+	TailBytes int `toml:"tail_bytes"`
+	// RetainHeadBytes and RetainTailBytes are what the spool keeps on disk
+	// of each stream for read_output and search_output.
+	RetainHeadBytes int64 `toml:"retain_head_bytes"`
+	RetainTailBytes int64 `toml:"retain_tail_bytes"`
+	// SpoolTTL and SpoolMaxBytes evict finished actions from the spool.
+	SpoolTTL      time.Duration `toml:"spool_ttl"`
+	SpoolMaxBytes int64         `toml:"spool_max_bytes"`
+}
+
+// SSHTarget is one host an agent may run commands on.
+type SSHTarget struct {
+	Description string `toml:"description"`
+	Host        string `toml:"host"`
+	// Port defaults to 22.
+	Port int    `toml:"port"`
+	User string `toml:"user"`
+
+	// Exactly one way to authenticate: KeySecret (with an optional
+	// PassphraseSecret), PasswordSecret, or Agent (the user's ssh-agent).
+	KeySecret        string `toml:"key_secret"`
+	PassphraseSecret string `toml:"passphrase_secret"`
+	PasswordSecret   string `toml:"password_secret"`
+	Agent            bool   `toml:"agent"`
+
+	// KnownHosts defaults to ~/.ssh/known_hosts; HostKey pins a
+	// "SHA256:…" fingerprint instead. Verification cannot be switched off.
+	KnownHosts string `toml:"known_hosts"`
+	HostKey    string `toml:"host_key"`
+	// Jump names another [ssh.*] target to connect through.
+	Jump string `toml:"jump"`
+
+	// AllowCommands and DenyCommands are RE2 patterns matched against the
+	// whole command; deny wins, and an allow list denies what it misses.
+	AllowCommands []string `toml:"allow_commands"`
+	DenyCommands  []string `toml:"deny_commands"`
+
+	// Timeout applies when a call gives none; MaxTimeout caps what a call asks.
+	Timeout    time.Duration `toml:"timeout"`
+	MaxTimeout time.Duration `toml:"max_timeout"`
+	// OutputLimit stops the command once this many bytes arrived (0: none).
+	OutputLimit int64 `toml:"output_limit"`
+	// MaxStdinBytes bounds the stdin a call may send.
+	MaxStdinBytes int64 `toml:"max_stdin_bytes"`
+	// MaxSessions bounds sessions per connection (OpenSSH allows 10).
+	MaxSessions int `toml:"max_sessions"`
+	// Keepalive is the interval of keepalive requests on an idle connection.
+	Keepalive time.Duration `toml:"keepalive"`
+	// StopMode is "signal" (send TERM/KILL, fall back to closing the
+	// channel of a wrapped process group) or "wrapper" (always the fallback).
+	StopMode string `toml:"stop_mode"`
+	// PTY runs the command on a pseudo-terminal (stdout and stderr merge).
+	PTY bool `toml:"pty"`
+	// MaxConcurrent bounds actions running at once on this target.
+	MaxConcurrent int `toml:"max_concurrent"`
+}
+
+// HTTPEndpoint is one HTTP API an agent may call under its base URL.
+type HTTPEndpoint struct {
+	Description string `toml:"description"`
+	BaseURL     string `toml:"base_url"`
+	// Methods defaults to ["GET"].
+	Methods []string `toml:"methods"`
+	// Paths are glob patterns under the base URL ("/repos/**"); empty
+	// allows every path under it.
+	Paths []string `toml:"paths"`
+
+	// Auth is none, bearer, basic, header or query.
+	Auth           string `toml:"auth"`
+	TokenSecret    string `toml:"token_secret"`
+	User           string `toml:"user"`
+	PasswordSecret string `toml:"password_secret"`
+	// Header names the header for auth = "header"; Param the query
+	// parameter for auth = "query".
+	Header string `toml:"header"`
+	Param  string `toml:"param"`
+
+	// AllowPrivate lets the endpoint reach loopback and private addresses.
+	AllowPrivate bool `toml:"allow_private"`
+	// FollowRedirects is "none" (default) or "same-origin".
+	FollowRedirects string `toml:"follow_redirects"`
+
+	Timeout         time.Duration `toml:"timeout"`
+	MaxTimeout      time.Duration `toml:"max_timeout"`
+	MaxRequestBytes int64         `toml:"max_request_bytes"`
+	// DrainCap is how much of a body is read past the retained part
+	// before the request is aborted.
+	DrainCap int64 `toml:"drain_cap"`
+	// HeaderAllow, if set, lists the only headers an agent may send;
+	// HeaderDeny lists more it may not.
+	HeaderAllow []string `toml:"header_allow"`
+	HeaderDeny  []string `toml:"header_deny"`
+	// ResponseHeaders lists the response headers returned to the agent.
+	ResponseHeaders []string `toml:"response_headers"`
+	// MaxAttempts bounds retries of idempotent requests (1: no retry).
+	MaxAttempts int `toml:"max_attempts"`
+	// MaxConcurrent bounds actions running at once on this endpoint.
+	MaxConcurrent int `toml:"max_concurrent"`
+}
+
+// Defaults of the server limits.
+const (
+	DefaultMaxFrameBytes        = 4 << 20
+	DefaultResultBytes          = 64 << 10
+	DefaultMaxConcurrentActions = 16
+)
+
+// Default returns the configuration used for every field a file leaves out.
+func Default() *Config {
+	return &Config{
+		Server: ServerConfig{
+			StateDir:             defaultStateDir(),
+			MaxFrameBytes:        DefaultMaxFrameBytes,
+			ResultBytes:          DefaultResultBytes,
+			MaxConcurrentActions: DefaultMaxConcurrentActions,
+			LogLevel:             "info",
+			HeadBytes:            4 << 10,
+			TailBytes:            4 << 10,
+			RetainHeadBytes:      1 << 20,
+			RetainTailBytes:      8 << 20,
+			SpoolTTL:             24 * time.Hour,
+			SpoolMaxBytes:        1 << 30,
+		},
+		SSH:  map[string]*SSHTarget{},
+		HTTP: map[string]*HTTPEndpoint{},
+	}
+}
+
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "actiongw")
+	}
+	return "~/.local/state/actiongw"
+}
+
+// DefaultConfigPath is where serve looks when neither -config nor
+// $ACTIONGW_CONFIG names a file.
+func DefaultConfigPath(getenv func(string) string) string {
+	if p := getenv("ACTIONGW_CONFIG"); p != "" {
+		return p
+	}
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "actiongw", "config.toml")
+	}
+	return filepath.Join(getenv("HOME"), ".config", "actiongw", "config.toml")
+}
+
+// LoadConfig reads, decodes and validates the file at path.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig decodes TOML strictly over [Default] and validates the result:
+// an unknown key is an error naming the key and its line.
+func ParseConfig(data []byte) (*Config, error) {
+	cfg := Default()
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(cfg)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, fmt.Errorf("line %d: %s", perr.Position.Line, perr.Message)
+		}
+		return nil, err
+	}
+	if keys := md.Undecoded(); len(keys) > 0 {
+		errs := make([]error, 0, len(keys))
+		for _, k := range keys {
+			errs = append(errs, undecodedError(data, k))
+		}
+		return nil, errors.Join(errs...)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// inlineCredentialKeys are keys people write when they mean to paste a
+// credential; each gets a pointer to the keyring instead of "unknown key".
+var inlineCredentialKeys = map[string]string{
+	"password": "password_secret", "passphrase": "passphrase_secret",
+	"token": "token_secret", "key": "key_secret", "private_key": "key_secret",
+	"secret": "token_secret", "api_key": "token_secret",
+}
+
+func undecodedError(data []byte, k toml.Key) error {
+	name := k[len(k)-1]
+	where := strings.Join(k, ".")
+	if line := keyLine(data, k); line > 0 {
+		where = fmt.Sprintf("line %d: %s", line, where)
+	}
+	if field, ok := inlineCredentialKeys[strings.ToLower(name)]; ok {
+		return fmt.Errorf("%s: credentials do not belong in the config file; store the value with `actiongw secret set NAME` and write %s = \"NAME\"", where, field)
+	}
+	return fmt.Errorf("%s: unknown key", where)
+}
+
+// keyLine finds the line of key k: the first assignment of its last part
+// after the header of its table. BurntSushi/toml keeps key positions
+// private, so this reads the text.
+func keyLine(data []byte, k toml.Key) int {
+	table := strings.Join(k[:len(k)-1], ".")
+	assign := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(k[len(k)-1]) + `"?\s*=`)
+	inTable := table == ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			h := strings.Trim(line, "[] ")
+			if i := strings.Index(h, "]"); i >= 0 {
+				h = h[:i]
+			}
+			inTable = strings.ReplaceAll(h, `"`, "") == table
+			continue
+		}
+		if inTable && assign.MatchString(line) {
+			return n
+		}
+	}
+	return 0
+}
+
+// FieldError says which field of the config is wrong and why.
+type FieldError struct {
+	Field  string // e.g. "ssh.web1.port"
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Validate checks every field, expands "~/" in paths, and returns all
+// problems at once, each a *FieldError.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	s := &c.Server
+	if s.StateDir == "" {
+		bad("server.state_dir", "must not be empty")
+	}
+	s.StateDir = expandHome(s.StateDir)
+	positive := []struct {
+		name string
+		v    int64
+		min  int64
+	}{
+		{"server.max_frame_bytes", int64(s.MaxFrameBytes), 1024},
+		{"server.result_bytes", int64(s.ResultBytes), 4096},
+		{"server.max_concurrent_actions", int64(s.MaxConcurrentActions), 1},
+		{"server.head_bytes", int64(s.HeadBytes), 0},
+		{"server.tail_bytes", int64(s.TailBytes), 0},
+		{"server.retain_head_bytes", s.RetainHeadBytes, 0},
+		{"server.retain_tail_bytes", s.RetainTailBytes, 0},
+		{"server.spool_max_bytes", s.SpoolMaxBytes, 0},
+	}
+	for _, p := range positive {
+		if p.v < p.min {
+			bad(p.name, "must be at least %d, got %d", p.min, p.v)
+		}
+	}
+	if s.ResultBytes > s.MaxFrameBytes {
+		bad("server.result_bytes", "must not exceed max_frame_bytes (%d), got %d", s.MaxFrameBytes, s.ResultBytes)
+	}
+	if s.SpoolTTL <= 0 {
+		bad("server.spool_ttl", "must be positive, got %s", s.SpoolTTL)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
+		bad("server.log_level", "must be debug, info, warn or error, got %q", s.LogLevel)
+	}
+
+	for _, name := range sortedKeys(c.SSH) {
+		t, f := c.SSH[name], "ssh."+name
+		if err := checkTargetName(name); err != nil {
+			bad(f, "%v", err)
+		}
+		if _, dup := c.HTTP[name]; dup {
+			bad(f, "the name is also used by [http.%s]; target names must be unique", name)
+		}
+		if t.Host == "" {
+			bad(f+".host", "is required")
+		}
+		if t.Port == 0 {
+			t.Port = 22
+		}
+		if t.Port < 1 || t.Port > 65535 {
+			bad(f+".port", "must be 1-65535, got %d", t.Port)
+		}
+		if t.User == "" {
+			bad(f+".user", "is required")
+		}
+		auths := 0
+		for _, set := range []bool{t.KeySecret != "", t.PasswordSecret != "", t.Agent} {
+			if set {
+				auths++
+			}
+		}
+		if auths != 1 {
+			bad(f, "set exactly one of key_secret, password_secret or agent = true")
+		}
+		if t.PassphraseSecret != "" && t.KeySecret == "" {
+			bad(f+".passphrase_secret", "needs key_secret")
+		}
+		if t.HostKey != "" && !strings.HasPrefix(t.HostKey, "SHA256:") {
+			bad(f+".host_key", `must be a "SHA256:…" fingerprint as ssh-keygen -l prints it`)
+		}
+		if t.HostKey == "" && t.KnownHosts == "" {
+			t.KnownHosts = "~/.ssh/known_hosts"
+		}
+		t.KnownHosts = expandHome(t.KnownHosts)
+		if t.Jump != "" {
+			if _, ok := c.SSH[t.Jump]; !ok {
+				bad(f+".jump", "names no [ssh.%s] target", t.Jump)
+			} else if err := c.jumpLoop(name); err != nil {
+				bad(f+".jump", "%v", err)
+			}
+		}
+		for i, p := range t.AllowCommands {
+			if _, err := regexp.Compile(p); err != nil {
+				bad(fmt.Sprintf("%s.allow_commands[%d]", f, i), "%v", err)
+			}
+		}
+		for i, p := range t.DenyCommands {
+			if _, err := regexp.Compile(p); err != nil {
+				bad(fmt.Sprintf("%s.deny_commands[%d]", f, i), "%v", err)
+			}
+		}
+		defaults(&t.Timeout, 60*time.Second)
+		defaults(&t.MaxTimeout, 30*time.Minute)
+		defaults(&t.Keepalive, 15*time.Second)
+		if t.Timeout > t.MaxTimeout {
+			bad(f+".timeout", "must not exceed max_timeout (%s)", t.MaxTimeout)
+		}
+		if t.MaxStdinBytes == 0 {
+			t.MaxStdinBytes = 1 << 20
+		}
+		if t.MaxSessions == 0 {
+			t.MaxSessions = 8
+		}
+		if t.MaxSessions < 1 || t.MaxSessions > 64 {
+			bad(f+".max_sessions", "must be 1-64, got %d", t.MaxSessions)
+		}
+		if t.OutputLimit < 0 || t.MaxStdinBytes < 0 || t.MaxConcurrent < 0 {
+			bad(f, "output_limit, max_stdin_bytes and max_concurrent must not be negative")
+		}
+		switch t.StopMode {
+		case "":
+			t.StopMode = "signal"
+		case "signal", "wrapper":
+		default:
+			bad(f+".stop_mode", `must be "signal" or "wrapper", got %q`, t.StopMode)
+		}
+		errs = append(errs, checkSecretNames(f, map[string]string{
+			"key_secret": t.KeySecret, "passphrase_secret": t.PassphraseSecret, "password_secret": t.PasswordSecret,
+		})...)
+		errs = append(errs, checkNoInline(f, t.Description, t.Host, t.User)...)
+	}
+
+	for _, name := range sortedKeys(c.HTTP) {
+		e, f := c.HTTP[name], "http."+name
+		if err := checkTargetName(name); err != nil {
+			bad(f, "%v", err)
+		}
+		u, err := url.Parse(e.BaseURL)
+		switch {
+		case e.BaseURL == "":
+			bad(f+".base_url", "is required")
+		case err != nil:
+			bad(f+".base_url", "is not a URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			bad(f+".base_url", "must start with https:// or http://")
+		case u.Host == "":
+			bad(f+".base_url", "has no host")
+		case u.User != nil:
+			bad(f+".base_url", "must not carry userinfo; use auth = \"basic\" with password_secret")
+		case u.RawQuery != "" || u.Fragment != "":
+			bad(f+".base_url", "must not carry a query or fragment; use auth = \"query\" for a credential parameter")
+		}
+		if len(e.Methods) == 0 {
+			e.Methods = []string{"GET"}
+		}
+		for i, m := range e.Methods {
+			e.Methods[i] = strings.ToUpper(m)
+			if !slices.Contains([]string{"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"}, e.Methods[i]) {
+				bad(f+".methods", "unknown method %q", m)
+			}
+		}
+		for i, p := range e.Paths {
+			if !strings.HasPrefix(p, "/") {
+				bad(fmt.Sprintf("%s.paths[%d]", f, i), "must start with /")
+			}
+		}
+		want := map[string][]string{ // auth kind → fields it needs
+			"": nil, "none": nil, "bearer": {"token_secret"}, "basic": {"user", "password_secret"},
+			"header": {"header", "token_secret"}, "query": {"param", "token_secret"},
+		}
+		need, ok := want[e.Auth]
+		if !ok {
+			bad(f+".auth", "must be none, bearer, basic, header or query, got %q", e.Auth)
+		}
+		have := map[string]string{"token_secret": e.TokenSecret, "user": e.User, "password_secret": e.PasswordSecret, "header": e.Header, "param": e.Param}
+		for field, v := range have {
+			if v != "" && !slices.Contains(need, field) {
+				bad(f+"."+field, "is not used by auth = %q", e.Auth)
+			}
+		}
+		for _, field := range need {
+			if have[field] == "" {
+				bad(f+"."+field, "is required by auth = %q", e.Auth)
+			}
+		}
+		if e.Auth == "" {
+			e.Auth = "none"
+		}
+		switch e.FollowRedirects {
+		case "":
+			e.FollowRedirects = "none"
+		case "none", "same-origin":
+		default:
+			bad(f+".follow_redirects", `must be "none" or "same-origin", got %q`, e.FollowRedirects)
+		}
+		defaults(&e.Timeout, 30*time.Second)
+		defaults(&e.MaxTimeout, 5*time.Minute)
+		if e.Timeout > e.MaxTimeout {
+			bad(f+".timeout", "must not exceed max_timeout (%s)", e.MaxTimeout)
+		}
+		if e.MaxRequestBytes == 0 {
+			e.MaxRequestBytes = 1 << 20
+		}
+		if e.DrainCap == 0 {
+			e.DrainCap = 64 << 20
+		}
+		if e.MaxAttempts == 0 {
+			e.MaxAttempts = 3
+		}
+		if e.MaxRequestBytes < 0 || e.DrainCap < 0 || e.MaxAttempts < 1 || e.MaxAttempts > 10 || e.MaxConcurrent < 0 {
+			bad(f, "max_request_bytes and drain_cap must not be negative, max_attempts must be 1-10")
+		}
+		if len(e.ResponseHeaders) == 0 {
+			e.ResponseHeaders = []string{"Content-Type", "Content-Length", "Location", "Retry-After", "ETag", "X-Request-Id"}
+		}
+		errs = append(errs, checkSecretNames(f, map[string]string{
+			"token_secret": e.TokenSecret, "password_secret": e.PasswordSecret,
+		})...)
+		errs = append(errs, checkNoInline(f, e.Description, e.BaseURL, e.User, e.Header, e.Param)...)
+	}
+	return errors.Join(errs...)
+}
+
+func defaults(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
+
+func (c *Config) jumpLoop(start string) error {
+	seen := map[string]bool{}
+	for name := start; name != ""; name = c.SSH[name].Jump {
+		if seen[name] {
+			return fmt.Errorf("jump hosts form a loop through %q", name)
+		}
+		seen[name] = true
+		if c.SSH[name] == nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func checkTargetName(name string) error {
+	if !targetName.MatchString(name) {
+		return errors.New("a target name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// checkSecretNames rejects secret fields that hold something other than the
+// name of a keyring item.
+func checkSecretNames(prefix string, fields map[string]string) []error {
+	var errs []error
+	for _, field := range sortedKeys(fields) {
+		v := fields[field]
+		if v == "" {
+			continue
+		}
+		if looksInline(v) {
+			errs = append(errs, &FieldError{prefix + "." + field, "holds what looks like a credential; it must name a keyring item (store the value with `actiongw secret set NAME`)"})
+			continue
+		}
+		if err := CheckSecretName(v); err != nil {
+			errs = append(errs, &FieldError{prefix + "." + field, err.Error()})
+		}
+	}
+	return errs
+}
+
+// checkNoInline rejects a PEM block or similar pasted into a plain field.
+func checkNoInline(prefix string, values ...string) []error {
+	for _, v := range values {
+		if looksInline(v) {
+			return []error{&FieldError{prefix, "a value looks like an inline credential (a PEM block); credentials belong in the keyring (`actiongw secret set NAME`)"}}
+		}
+	}
+	return nil
+}
+
+func looksInline(v string) bool {
+	return strings.Contains(v, "-----BEGIN") || strings.Contains(v, "PRIVATE KEY")
+}
+
+// CheckSecretName reports whether name can name a keyring item: 1-128
+// printable characters without spaces, slashes or control characters.
+func CheckSecretName(name string) error {
+	if name == "" || len(name) > 128 {
+		return errors.New("a secret name is 1-128 characters")
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' || r == '\\' || !unicode.IsPrint(r) {
+			return fmt.Errorf("a secret name has no spaces, slashes or control characters, got %q", name)
+		}
+	}
+	return nil
+}
+
+// SecretNames returns every keyring item the config references, sorted and
+// without duplicates.
+func (c *Config) SecretNames() []string {
+	var names []string
+	for _, t := range c.SSH {
+		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret)
+	}
+	for _, e := range c.HTTP {
+		names = append(names, e.TokenSecret, e.PasswordSecret)
+	}
+	names = slices.DeleteFunc(names, func(s string) bool { return s == "" })
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[1:])
+		}
+	}
+	return p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

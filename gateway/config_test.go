@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("..", "config.example.toml"))
+	if err != nil {
+		t.Fatalf("LoadConfig(config.example.toml): %v", err)
+	}
+	def := Default()
+	def.Server.StateDir = expandHome(def.Server.StateDir)
+	if cfg.Server != def.Server {
+		t.Errorf("example [server] = %+v; want the defaults %+v", cfg.Server, def.Server)
+	}
+	web1 := cfg.SSH["web1"]
+	if web1 == nil || web1.Port != 22 || web1.KeySecret != "web1-deploy-key" || web1.Timeout != time.Minute {
+		t.Errorf("ssh.web1 = %+v; want port 22, key_secret web1-deploy-key, timeout 1m", web1)
+	}
+	gh := cfg.HTTP["github"]
+	if gh == nil || gh.Auth != "bearer" || gh.MaxAttempts != 3 {
+		t.Errorf("http.github = %+v; want auth bearer, max_attempts 3", gh)
+	}
+	if got, want := strings.Join(cfg.SecretNames(), ","), "github-token,web1-deploy-key"; got != want {
+		t.Errorf("SecretNames() = %s; want %s", got, want)
+	}
+}
+
+func TestExampleConfigShowsEveryOption(t *testing.T) {
+	// Every field of the config structs appears in config.example.toml.
+	data := readFile(t, filepath.Join("..", "config.example.toml"))
+	for _, key := range tomlKeys(ServerConfig{}, SSHTarget{}, HTTPEndpoint{}) {
+		if !strings.Contains(data, "\n"+key+" =") && !strings.Contains(data, "# "+key+" =") {
+			t.Errorf("config.example.toml does not document %q", key)
+		}
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want []string // substrings of the error
+	}{
+		{"unknown key names key and line",
+			"[server]\nmax_frame_bytes = 2048\nmax_frame_byte = 1\n",
+			[]string{"line 3", "server.max_frame_byte", "unknown key"}},
+		{"unknown key in a target",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\nprot = 2\n",
+			[]string{"line 5", "ssh.a.prot"}},
+		{"inline password",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"basic\"\nuser = \"u\"\npassword = \"hunter22\"\n",
+			[]string{"line 5", "credentials do not belong", "password_secret"}},
+		{"PEM block in a secret field",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nkey_secret = \"\"\"-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\"\"\"\n",
+			[]string{"ssh.a.key_secret", "looks like a credential"}},
+		{"syntax error has a line",
+			"[server]\nmax_frame_bytes = = 1\n",
+			[]string{"line 2"}},
+		{"result over frame",
+			"[server]\nmax_frame_bytes = 8192\nresult_bytes = 16384\n",
+			[]string{"server.result_bytes", "must not exceed max_frame_bytes"}},
+		{"tiny frame",
+			"[server]\nmax_frame_bytes = 10\n",
+			[]string{"server.max_frame_bytes", "at least 1024"}},
+		{"ssh without auth",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\n",
+			[]string{"ssh.a", "exactly one of key_secret"}},
+		{"bad host key pin",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\nhost_key = \"MD5:aa\"\n",
+			[]string{"ssh.a.host_key"}},
+		{"jump to nowhere",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\njump = \"b\"\n",
+			[]string{"ssh.a.jump", "names no [ssh.b]"}},
+		{"jump loop",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\njump = \"b\"\n[ssh.b]\nhost = \"h\"\nuser = \"u\"\nagent = true\njump = \"a\"\n",
+			[]string{"loop"}},
+		{"bad regexp",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\nallow_commands = [\"(\"]\n",
+			[]string{"ssh.a.allow_commands[0]"}},
+		{"base url with userinfo",
+			"[http.api]\nbase_url = \"https://u:p@x\"\n",
+			[]string{"http.api.base_url", "userinfo"}},
+		{"base url without scheme",
+			"[http.api]\nbase_url = \"x.example\"\n",
+			[]string{"http.api.base_url"}},
+		{"bearer without token",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"bearer\"\n",
+			[]string{"http.api.token_secret", "required"}},
+		{"secret name with a space",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"bearer\"\ntoken_secret = \"my token\"\n",
+			[]string{"http.api.token_secret", "no spaces"}},
+		{"duplicate target name",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\n[http.a]\nbase_url = \"https://x\"\n",
+			[]string{"ssh.a", "also used"}},
+		{"bad duration",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ntimeout = \"soon\"\n",
+			[]string{"soon"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tt.toml))
+			if err == nil {
+				t.Fatalf("ParseConfig: got no error; want one containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("ParseConfig error = %q; want it to contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter22") {
+				t.Errorf("ParseConfig error = %q; must not repeat the inline credential", err)
+			}
+		})
+	}
+}
+
+func TestValidateFieldError(t *testing.T) {
+	cfg := Default()
+	cfg.Server.MaxConcurrentActions = 0
+	var fe *FieldError
+	if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != "server.max_concurrent_actions" {
+		t.Fatalf("Validate() = %v; want a *FieldError for server.max_concurrent_actions", err)
+	}
+}
+
+func TestDefaultConfigPath(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"ACTIONGW_CONFIG": "/a.toml", "XDG_CONFIG_HOME": "/x", "HOME": "/h"}, "/a.toml"},
+		{map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}, "/x/actiongw/config.toml"},
+		{map[string]string{"HOME": "/h"}, "/h/.config/actiongw/config.toml"},
+	}
+	for _, tt := range tests {
+		if got := DefaultConfigPath(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("DefaultConfigPath(%v) = %s; want %s", tt.env, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(readFile(f, filepath.Join("..", "config.example.toml"))))
+	f.Add([]byte("[server]\nmax_frame_bytes = 2048\n"))
+	f.Add([]byte("[http.a]\nbase_url = \"http://127.0.0.1:1/x\"\nauth = \"query\"\nparam = \"k\"\ntoken_secret = \"t\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			return
+		}
+		// An accepted config validates again unchanged and references
+		// only well-formed secret names.
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("accepted config fails a second Validate: %v", err)
+		}
+		for _, n := range cfg.SecretNames() {
+			if err := CheckSecretName(n); err != nil || looksInline(n) {
+				t.Fatalf("accepted config references secret %q: %v", n, err)
+			}
+		}
+		if cfg.Server.ResultBytes > cfg.Server.MaxFrameBytes {
+			t.Fatalf("accepted result_bytes %d > max_frame_bytes %d", cfg.Server.ResultBytes, cfg.Server.MaxFrameBytes)
+		}
+	})
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// tomlKeys lists the toml tags of the fields of the given structs.
+func tomlKeys(structs ...any) []string {
+	var keys []string
+	for _, s := range structs {
+		rt := reflect.TypeOf(s)
+		for i := range rt.NumField() {
+			keys = append(keys, rt.Field(i).Tag.Get("toml"))
+		}
+	}
+	return keys
+}
