@@ -74,8 +74,9 @@ type SSHTarget struct {
 	// Jump names another [ssh.*] target to connect through.
 	Jump string `toml:"jump"`
 
-	// AllowCommands and DenyCommands are RE2 patterns matched against the
-	// whole command; deny wins, and an allow list denies what it misses.
+	// AllowCommands are RE2 patterns that must match the whole command;
+	// DenyCommands match anywhere in it. Deny wins, and an allow list
+	// denies what it does not match. See package policy.
 	AllowCommands []string `toml:"allow_commands"`
 	DenyCommands  []string `toml:"deny_commands"`
 
