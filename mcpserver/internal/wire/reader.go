@@ -1,0 +1,177 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// readBufSize is the size of one read from the underlying stream.
+const readBufSize = 64 << 10
+
+// keepFrameCap is the largest frame buffer always kept between frames.
+const keepFrameCap = 256 << 10
+
+// OversizeError reports a line longer than the limit. The line was discarded
+// up to and including its newline; the stream can still be read.
+type OversizeError struct {
+	Size  int64 // bytes in the discarded line, without its newline
+	Limit int   // the limit in force
+}
+
+func (e *OversizeError) Error() string {
+	return fmt.Sprintf("frame of %d bytes exceeds the limit of %d bytes", e.Size, e.Limit)
+}
+
+// A Reader reads newline-delimited frames from a stream. It never holds more
+// than its limit of one frame: a longer line is counted while it is skipped
+// and reported as an *OversizeError.
+type Reader struct {
+	r       io.Reader
+	limit   int
+	metrics *Metrics
+
+	buf        []byte // read buffer; buf[head:tail] is not yet consumed
+	head, tail int
+	err        error  // sticky error from r, returned once buf is consumed
+	frame      []byte // the part of the current line seen in earlier reads
+	skipping   bool   // the current line is over the limit and being discarded
+	skipped    int64  // bytes of the current line discarded so far
+}
+
+// NewReader returns a Reader of frames of at most limit bytes from r.
+// The limit counts every byte of a line except its '\n' (a '\r' before it
+// counts). metrics, if not nil, receives byte and frame counts.
+func NewReader(r io.Reader, limit int, metrics *Metrics) *Reader {
+	return newReaderSize(r, limit, metrics, readBufSize)
+}
+
+func newReaderSize(r io.Reader, limit int, metrics *Metrics, bufSize int) *Reader {
+	if limit < 1 {
+		panic("wire: frame limit must be positive")
+	}
+	return &Reader{r: r, limit: limit, metrics: metrics, buf: make([]byte, bufSize)}
+}
+
+// Next returns the next frame without its line ending ("\n" or "\r\n").
+// Lines holding only spaces, tabs or '\r' are skipped. The frame is valid
+// until the next call. A line over the limit yields an *OversizeError once
+// its newline (or the end of the stream) is reached, and the caller may call
+// Next again. A last line without a newline is returned as a frame; after
+// it, Next returns io.EOF or the error from the underlying reader.
+func (fr *Reader) Next() ([]byte, error) {
+	// A big buffer is kept while frames keep using it, and released once a
+	// small frame follows, so an idle session stays small.
+	if cap(fr.frame) > keepFrameCap && len(fr.frame) < cap(fr.frame)/4 {
+		fr.frame = nil
+	}
+	fr.frame = fr.frame[:0]
+	for {
+		if fr.head < fr.tail {
+			chunk := fr.buf[fr.head:fr.tail]
+			if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+				fr.head += i + 1
+				line, err := fr.endLine(chunk[:i])
+				if err != nil {
+					return nil, err
+				}
+				if line == nil {
+					continue // blank line
+				}
+				return line, nil
+			}
+			fr.head = fr.tail
+			fr.addPartial(chunk)
+		}
+		if fr.err != nil {
+			return fr.endStream()
+		}
+		n, err := fr.r.Read(fr.buf)
+		if n < 0 || n > len(fr.buf) {
+			n = 0 // a broken reader; treat as no data rather than panic
+		}
+		fr.head, fr.tail = 0, n
+		fr.err = err
+		if fr.metrics != nil {
+			fr.metrics.StdinBytes.Add(int64(n))
+		}
+	}
+}
+
+// addPartial takes the part of a line seen so far, or counts it as skipped
+// once the line is known to be over the limit.
+func (fr *Reader) addPartial(p []byte) {
+	if fr.skipping {
+		fr.skipped += int64(len(p))
+		return
+	}
+	need := len(fr.frame) + len(p)
+	if need > fr.limit {
+		fr.skipping = true
+		fr.skipped = int64(need)
+		fr.frame = fr.frame[:0]
+		return
+	}
+	if need > cap(fr.frame) {
+		// Grow by doubling but never past the limit, so the buffer itself
+		// stays within the promise.
+		c := min(max(2*cap(fr.frame), need, 512), fr.limit)
+		nf := make([]byte, len(fr.frame), c)
+		copy(nf, fr.frame)
+		fr.frame = nf
+	}
+	fr.frame = append(fr.frame, p...)
+}
+
+// endLine finishes the current line, whose last piece (before '\n') is tail.
+// It returns nil, nil for a blank line.
+func (fr *Reader) endLine(tail []byte) ([]byte, error) {
+	if fr.skipping || len(fr.frame)+len(tail) > fr.limit {
+		size := fr.skipped + int64(len(tail))
+		if !fr.skipping {
+			size = int64(len(fr.frame) + len(tail))
+		}
+		fr.skipping, fr.skipped = false, 0
+		fr.frame = fr.frame[:0]
+		if fr.metrics != nil {
+			fr.metrics.OversizeFrames.Add(1)
+		}
+		return nil, &OversizeError{Size: size, Limit: fr.limit}
+	}
+	line := tail
+	if len(fr.frame) > 0 {
+		fr.addPartial(tail)
+		line = fr.frame
+	}
+	size := len(line)
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if isBlank(line) {
+		fr.frame = fr.frame[:0]
+		return nil, nil
+	}
+	if fr.metrics != nil {
+		fr.metrics.noteFrameIn(int64(size))
+	}
+	return line, nil
+}
+
+// endStream handles the end of the underlying stream: a pending line is
+// delivered (or reported as oversize) before the error.
+func (fr *Reader) endStream() ([]byte, error) {
+	if fr.skipping || len(fr.frame) > 0 {
+		line, err := fr.endLine(nil)
+		if err != nil || line != nil {
+			return line, err
+		}
+	}
+	return nil, fr.err
+}
+
+func isBlank(p []byte) bool {
+	for _, b := range p {
+		if b != ' ' && b != '\t' && b != '\r' {
+			return false
+		}
+	}
+	return true
+}
