@@ -1,0 +1,304 @@
+package httpact
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// Status is the outcome of a request, as the agent sees it.
+type Status string
+
+const (
+	StatusOK        Status = "ok"         // a 1xx, 2xx or 3xx response, body read whole
+	StatusHTTPError Status = "http_error" // a 4xx or 5xx response, body read whole
+	StatusBodyLimit Status = "body_limit" // the body was longer than MaxResponseBody and was cut
+	StatusCancelled Status = "cancelled"  // the caller's context was cancelled
+	StatusTimeout   Status = "timeout"    // the request's or the caller's deadline passed
+	StatusFailed    Status = "failed"     // no response: connection, TLS, denied address, ...
+)
+
+// Result describes one request. Headers are raw: the caller redacts them.
+type Result struct {
+	Status     Status
+	HTTPStatus int               // zero when no response arrived
+	Headers    map[string]string // selected response headers, lower-case names
+	// URL is the request URL without query or userinfo, for audit.
+	URL       string
+	Attempts  int
+	Duration  time.Duration
+	BodyBytes int64 // body bytes written to the body writer
+	BodyCut   bool  // the body went on past MaxResponseBody
+	// Reason explains any status other than ok and http_error: the cause
+	// of a cancellation, the timeout, the connection error. It never holds
+	// a query string, userinfo or header value.
+	Reason string
+	// Err is the error behind StatusFailed, for errors.As (for example
+	// *BlockedAddressError). Its message is Reason.
+	Err error
+}
+
+// Client sends requests for any number of endpoints, keeping one connection
+// pool per endpoint. It is safe for concurrent use.
+type Client struct {
+	logger *slog.Logger
+
+	mu         sync.Mutex
+	transports map[string]*pool
+
+	// Tests replace these to map names to addresses and to check that
+	// only loopback is ever dialled.
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// pool is an endpoint's transport and the settings it was built for.
+type pool struct {
+	key transportKey
+	tr  *http.Transport
+}
+
+type transportKey struct {
+	origin       string
+	allowPrivate bool
+	roots        *x509.CertPool
+}
+
+// NewClient returns a Client that logs to logger (nil: no logs).
+func NewClient(logger *slog.Logger) *Client {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &Client{
+		logger:     logger,
+		transports: make(map[string]*pool),
+		lookup:     resolve,
+		dial:       d.DialContext,
+	}
+}
+
+// Close closes idle connections. Requests in flight are ended by their
+// contexts, not by Close.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, p := range c.transports {
+		p.tr.CloseIdleConnections()
+		delete(c.transports, name)
+	}
+}
+
+// transport returns the endpoint's pool, replacing it if the endpoint's
+// origin or address policy changed.
+func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
+	key := transportKey{origin: origin(base), allowPrivate: e.AllowPrivate, roots: e.RootCAs}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.transports[e.Name]; ok {
+		if p.key == key {
+			return p.tr
+		}
+		p.tr.CloseIdleConnections()
+	}
+	g := &guard{allowPrivate: e.AllowPrivate, lookup: c.lookup, dial: c.dial}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would dial an address the guard never saw
+		DialContext:           g.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSClientConfig:       &tls.Config{RootCAs: e.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          8,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	c.transports[e.Name] = &pool{key: key, tr: tr}
+	return tr
+}
+
+// timeoutError is the cause of the context that bounds a request.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out after %s", e.d) }
+
+// Do sends r to endpoint e and copies the response body into body, reading
+// at most e.MaxResponseBody bytes. body must not block for long: the
+// request's deadline does not interrupt a Write.
+//
+// Do returns a *RequestError when r is refused before anything is sent, and
+// an *EndpointError when e or its credential is unusable. Every other
+// outcome, including connection failures, timeouts and cancellation, is a
+// Result with a nil error.
+func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {
+	start := time.Now()
+	out, err := e.prepare(&r)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{URL: redactedURL(out.url)}
+	defer func() {
+		res.Duration = time.Since(start)
+		c.logger.LogAttrs(ctx, slog.LevelDebug, "http request",
+			slog.String("endpoint", e.Name), slog.String("method", out.method),
+			slog.String("url", res.URL), slog.String("status", string(res.Status)),
+			slog.Int("http_status", res.HTTPStatus), slog.Int("attempts", res.Attempts),
+			slog.Int64("body_bytes", res.BodyBytes), slog.Duration("duration", res.Duration))
+	}()
+
+	timeout := e.timeout(r.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout})
+	defer cancel()
+
+	hreq, err := http.NewRequestWithContext(ctx, out.method, out.base.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	hreq.URL, hreq.Host, hreq.Header = out.url, out.url.Host, out.header
+	rreq, err := retryablehttp.FromRequest(hreq)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.body) > 0 {
+		if err := rreq.SetBody(out.body); err != nil {
+			return nil, err
+		}
+	}
+
+	rt := newRetrier(e.Retry, out.method, out.header)
+	rc := &retryablehttp.Client{
+		HTTPClient: &http.Client{
+			Transport:     c.transport(e, out.base),
+			CheckRedirect: e.redirectPolicy(out.base),
+		},
+		Logger:         nil, // its lines carry URLs with query strings
+		RetryMax:       rt.policy.MaxAttempts - 1,
+		CheckRetry:     rt.check,
+		Backoff:        rt.backoff,
+		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
+		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, i int) { rt.attempts = i + 1 },
+	}
+	resp, err := rc.Do(rreq)
+	res.Attempts = rt.attempts
+	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		res.fail(ctx, out.method, err)
+		return res, nil
+	}
+	defer resp.Body.Close()
+
+	res.HTTPStatus = resp.StatusCode
+	res.Headers = selectHeaders(resp.Header, e.ResponseHeaders)
+	n, cut, err := copyBody(body, resp.Body, orDefault(e.MaxResponseBody, DefaultMaxResponseBody))
+	res.BodyBytes, res.BodyCut = n, cut
+	switch {
+	case err != nil:
+		res.fail(ctx, out.method, fmt.Errorf("copying body: %w", err))
+	case cut:
+		res.Status = StatusBodyLimit
+		res.Reason = fmt.Sprintf("response body longer than %d bytes: cut, request abandoned", n)
+	case resp.StatusCode >= 400:
+		res.Status = StatusHTTPError
+	default:
+		res.Status = StatusOK
+	}
+	return res, nil
+}
+
+// fail sets the status and reason for an error, telling a cancellation or
+// timeout (from ctx) from a failure.
+func (res *Result) fail(ctx context.Context, method string, err error) {
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		var te *timeoutError
+		if errors.As(cause, &te) || errors.Is(cause, context.DeadlineExceeded) {
+			res.Status = StatusTimeout
+		} else {
+			res.Status = StatusCancelled
+		}
+		res.Reason = cause.Error()
+		return
+	}
+	// A *url.Error would print the URL with its query: keep only the cause.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	res.Status = StatusFailed
+	res.Err = err
+	res.Reason = fmt.Sprintf("%s %s: %v", method, res.URL, err)
+}
+
+// redirectPolicy returns the http.Client CheckRedirect for e. Returning
+// http.ErrUseLastResponse hands the 3xx and its Location to the agent.
+func (e *Endpoint) redirectPolicy(base *url.URL) func(*http.Request, []*http.Request) error {
+	const maxHops = 10
+	baseOrigin := origin(base)
+	baseEsc := strings.TrimSuffix(base.EscapedPath(), "/")
+	return func(req *http.Request, via []*http.Request) error {
+		if e.FollowRedirects != RedirectsSameOrigin || len(via) > maxHops {
+			return http.ErrUseLastResponse
+		}
+		u := req.URL
+		if u.User != nil || origin(u) != baseOrigin {
+			return http.ErrUseLastResponse
+		}
+		esc := u.EscapedPath()
+		rel, ok := strings.CutPrefix(esc, baseEsc)
+		if !ok || (rel != "" && rel[0] != '/') {
+			return http.ErrUseLastResponse
+		}
+		if _, clean, err := confinePath(baseEsc, rel); err != nil || !e.pathAllowed(clean) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+}
+
+// selectHeaders returns the response headers named by patterns (default
+// DefaultResponseHeaders), keyed by lower-case name, values joined by ", ".
+func selectHeaders(h http.Header, patterns []string) map[string]string {
+	if len(patterns) == 0 {
+		patterns = DefaultResponseHeaders
+	}
+	out := make(map[string]string)
+	for k, vs := range h {
+		if nameMatches(patterns, k) {
+			out[strings.ToLower(k)] = strings.Join(vs, ", ")
+		}
+	}
+	return out
+}
+
+// copyBody copies at most limit bytes of r into w and reports whether r
+// had more.
+func copyBody(w io.Writer, r io.Reader, limit int64) (n int64, cut bool, err error) {
+	buf := make([]byte, 32<<10)
+	n, err = io.CopyBuffer(w, io.LimitReader(r, limit), buf)
+	if err != nil || n < limit {
+		return n, false, err
+	}
+	m, err := io.ReadFull(r, buf[:1])
+	if m > 0 {
+		return n, true, nil
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, false, err
+}

@@ -1,0 +1,375 @@
+package httpact
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults used where an Endpoint field is zero.
+const (
+	DefaultTimeout         = 30 * time.Second
+	DefaultMaxTimeout      = 5 * time.Minute
+	DefaultMaxRequestBody  = 1 << 20
+	DefaultMaxResponseBody = 64 << 20
+)
+
+// DefaultMethods are allowed when Endpoint.Methods is empty: read-only.
+var DefaultMethods = []string{http.MethodGet, http.MethodHead}
+
+// DefaultResponseHeaders are returned when Endpoint.ResponseHeaders is empty.
+var DefaultResponseHeaders = []string{
+	"content-type", "content-length", "location", "retry-after", "etag",
+	"x-request-id", "request-id",
+}
+
+// Redirect policies for Endpoint.FollowRedirects.
+const (
+	RedirectsNone       = "none"
+	RedirectsSameOrigin = "same-origin"
+)
+
+// Endpoint is one configured HTTP target. The zero value of each optional
+// field is documented on it; Validate checks the fields that come from
+// configuration.
+type Endpoint struct {
+	// Name is the endpoint name the agent uses; it keys the connection
+	// pool, so two endpoints must not share one.
+	Name string
+	// BaseURL is "http(s)://host[:port][/path]" without userinfo, query or
+	// fragment. Every request goes to this origin, under this path.
+	BaseURL string
+	// Methods allowed; empty means DefaultMethods (GET and HEAD).
+	Methods []string
+	// Paths are MatchPath patterns relative to the base path; a request
+	// path must match one. Empty means any path under the base.
+	Paths []string
+	// Timeout is the default for a whole request, retries and body
+	// included; zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxTimeout caps the timeout a request may ask for; zero means
+	// DefaultMaxTimeout (or Timeout, if that is larger).
+	MaxTimeout time.Duration
+	// MaxRequestBody caps Request.Body; zero means DefaultMaxRequestBody.
+	MaxRequestBody int64
+	// MaxResponseBody is how many response body bytes are read (the
+	// caller's retention budget plus its drain cap); past it the request is
+	// abandoned and the result says the body was cut. Zero means
+	// DefaultMaxResponseBody.
+	MaxResponseBody int64
+	// Auth is injected into each request.
+	Auth Auth
+	// AllowPrivate lets the endpoint reach loopback and private addresses
+	// (RFC 1918, unique-local, shared CGNAT). Link-local (cloud metadata),
+	// unspecified, multicast and reserved addresses stay refused.
+	AllowPrivate bool
+	// FollowRedirects is "" or RedirectsNone (a 3xx is returned as is) or
+	// RedirectsSameOrigin (hops to the same scheme, host and port, under
+	// the base path and matching Paths, are followed; others are returned).
+	FollowRedirects string
+	// HeaderAllow, if not empty, lists the only headers an agent may set;
+	// HeaderDeny lists headers it may not set. Names are case-insensitive;
+	// a trailing "*" matches a prefix ("X-Custom-*"). Authorization, Cookie,
+	// Host, Proxy-*, framing headers and the injected header are always
+	// refused.
+	HeaderAllow, HeaderDeny []string
+	// ResponseHeaders selects the response headers returned, in the same
+	// form as HeaderAllow; empty means DefaultResponseHeaders.
+	ResponseHeaders []string
+	// Retry is the retry policy.
+	Retry RetryPolicy
+	// RootCAs verifies the server's certificate; nil means the system pool.
+	RootCAs *x509.CertPool
+}
+
+// RetryPolicy bounds retries. Only idempotent requests (GET, HEAD, OPTIONS,
+// PUT, DELETE, or any request with an Idempotency-Key header) are retried,
+// on connection errors, 429 and 5xx except 501.
+type RetryPolicy struct {
+	// MaxAttempts counts the first attempt; zero means 3, 1 disables retries.
+	MaxAttempts int
+	// WaitMin and WaitMax bound the exponential backoff; zero means 200ms
+	// and 5s.
+	WaitMin, WaitMax time.Duration
+	// RetryAfterMax caps a server's Retry-After; zero means 30s.
+	RetryAfterMax time.Duration
+}
+
+// Auth kinds.
+const (
+	AuthNone   = "none"
+	AuthBearer = "bearer"
+	AuthBasic  = "basic"
+	AuthHeader = "header"
+	AuthQuery  = "query"
+)
+
+// Auth is the credential injected into each request. Secret values come
+// from the keyring; String and GoString never print them.
+type Auth struct {
+	// Kind is "" or AuthNone, AuthBearer (Token), AuthBasic (User and
+	// Password), AuthHeader (Token in the header named Header) or AuthQuery
+	// (Token in the query parameter named Param).
+	Kind     string
+	Token    []byte
+	User     []byte
+	Password []byte
+	Header   string
+	Param    string
+}
+
+func (a Auth) String() string   { return "httpact.Auth{Kind:" + strconv.Quote(a.Kind) + "}" }
+func (a Auth) GoString() string { return a.String() }
+
+// EndpointError reports an invalid endpoint field. It never holds a secret
+// value.
+type EndpointError struct {
+	Endpoint string
+	Field    string // the config key: base_url, methods, paths, auth, ...
+	Reason   string
+}
+
+func (e *EndpointError) Error() string {
+	return fmt.Sprintf("endpoint %q: %s: %s", e.Endpoint, e.Field, e.Reason)
+}
+
+// Validate checks the configured fields of e. It does not look at secret
+// values, which may not be loaded yet; Client.Do checks those. It returns an
+// *EndpointError.
+func (e *Endpoint) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &EndpointError{Endpoint: e.Name, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if e.Name == "" {
+		return bad("name", "must not be empty")
+	}
+	if _, err := parseBaseURL(e.BaseURL); err != nil {
+		return bad("base_url", "%s", err)
+	}
+	for _, m := range e.Methods {
+		if !validToken(m) || m != strings.ToUpper(m) {
+			return bad("methods", "%q is not an upper-case HTTP method", m)
+		}
+		if m == http.MethodConnect {
+			return bad("methods", "CONNECT is not supported")
+		}
+	}
+	for _, p := range e.Paths {
+		if !validPattern(p) {
+			return bad("paths", "%q is not a valid pattern (\"/repos/**\", \"/x/*/y\")", p)
+		}
+	}
+	if e.Timeout < 0 || e.MaxTimeout < 0 {
+		return bad("timeout", "must not be negative")
+	}
+	if e.MaxTimeout > 0 && e.Timeout > e.MaxTimeout {
+		return bad("timeout", "is larger than max_timeout")
+	}
+	if e.MaxRequestBody < 0 || e.MaxResponseBody < 0 {
+		return bad("body limits", "must not be negative")
+	}
+	switch e.FollowRedirects {
+	case "", RedirectsNone, RedirectsSameOrigin:
+	default:
+		return bad("follow_redirects", "must be %q or %q", RedirectsNone, RedirectsSameOrigin)
+	}
+	for _, lists := range []struct {
+		field string
+		names []string
+	}{{"header_allow", e.HeaderAllow}, {"header_deny", e.HeaderDeny}, {"response_headers", e.ResponseHeaders}} {
+		for _, n := range lists.names {
+			if !validToken(strings.TrimSuffix(n, "*")) {
+				return bad(lists.field, "%q is not a header name", n)
+			}
+		}
+	}
+	r := e.Retry
+	if r.MaxAttempts < 0 || r.WaitMin < 0 || r.WaitMax < 0 || r.RetryAfterMax < 0 {
+		return bad("retry", "must not be negative")
+	}
+	if r.WaitMax > 0 && r.WaitMin > r.WaitMax {
+		return bad("retry", "wait_min is larger than wait_max")
+	}
+	switch e.Auth.Kind {
+	case "", AuthNone, AuthBearer, AuthBasic:
+	case AuthHeader:
+		if !validToken(e.Auth.Header) {
+			return bad("auth", "kind header needs a valid header name")
+		}
+		if agentForbidden(e.Auth.Header) {
+			return bad("auth", "header %q cannot carry a credential", e.Auth.Header)
+		}
+	case AuthQuery:
+		if e.Auth.Param == "" || strings.ContainsFunc(e.Auth.Param, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+			return bad("auth", "kind query needs a parameter name")
+		}
+	default:
+		return bad("auth", "unknown kind %q (none, bearer, basic, header, query)", e.Auth.Kind)
+	}
+	return nil
+}
+
+// checkSecrets checks the credential values Do is about to inject.
+func (e *Endpoint) checkSecrets() error {
+	bad := func(reason string) error {
+		return &EndpointError{Endpoint: e.Name, Field: "auth", Reason: reason}
+	}
+	hasControl := func(b []byte) bool {
+		for _, c := range b {
+			if isControl(c) {
+				return true
+			}
+		}
+		return false
+	}
+	switch e.Auth.Kind {
+	case AuthBearer, AuthHeader, AuthQuery:
+		if len(e.Auth.Token) == 0 {
+			return bad("the token secret is empty or not loaded")
+		}
+		if hasControl(e.Auth.Token) {
+			return bad("the token secret contains a control character")
+		}
+	case AuthBasic:
+		if len(e.Auth.User) == 0 {
+			return bad("the basic-auth user is empty")
+		}
+		if hasControl(e.Auth.User) || hasControl(e.Auth.Password) {
+			return bad("the basic-auth user or password contains a control character")
+		}
+		if strings.IndexByte(string(e.Auth.User), ':') >= 0 {
+			return bad("the basic-auth user contains ':'")
+		}
+	}
+	return nil
+}
+
+// parseBaseURL parses and checks a base URL. Its errors name no secret: a
+// base URL never carries one (userinfo is refused without being echoed).
+func parseBaseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("is not a URL")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("must start with http:// or https://")
+	case u.User != nil:
+		return nil, fmt.Errorf("must not contain userinfo: configure auth instead")
+	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("must name a host")
+	case u.RawQuery != "" || u.ForceQuery:
+		return nil, fmt.Errorf("must not contain a query")
+	case u.Fragment != "":
+		return nil, fmt.Errorf("must not contain a fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("has an invalid port")
+		}
+	}
+	esc := strings.TrimSuffix(u.EscapedPath(), "/")
+	if got, _, err := confinePath("", esc); err != nil || (esc != "" && got != esc) {
+		return nil, fmt.Errorf("path must be normalized (no dot or empty segments, no encoded separators)")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	return u, nil
+}
+
+// origin returns scheme://host:port with the default port made explicit.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// redactedURL is u without userinfo, query and fragment, for errors and logs.
+func redactedURL(u *url.URL) string {
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return r.String()
+}
+
+func (e *Endpoint) timeout(asked time.Duration) time.Duration {
+	t := orDefault(e.Timeout, DefaultTimeout)
+	limit := max(orDefault(e.MaxTimeout, DefaultMaxTimeout), t)
+	if asked > 0 {
+		t = min(asked, limit)
+	}
+	return t
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// methodAllowed reports whether the upper-case method m is allowed on e.
+func (e *Endpoint) methodAllowed(m string) bool {
+	list := e.Methods
+	if len(list) == 0 {
+		list = DefaultMethods
+	}
+	for _, a := range list {
+		if a == m {
+			return true
+		}
+	}
+	return false
+}
+
+// pathAllowed reports whether the decoded relative path p matches e.Paths.
+func (e *Endpoint) pathAllowed(p string) bool {
+	if len(e.Paths) == 0 {
+		return true
+	}
+	for _, pat := range e.Paths {
+		if MatchPath(pat, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameMatches reports whether the header name matches one of patterns
+// (case-insensitive, a trailing "*" matching a prefix).
+func nameMatches(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			if len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+				return true
+			}
+		} else if strings.EqualFold(p, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// validToken reports whether s is an RFC 9110 token (header or method name).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,202 @@
+package httpact
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Request is what the agent asks for. It names no scheme, host or port:
+// those come from the Endpoint.
+type Request struct {
+	Method string // case-insensitive; must be allowed by the endpoint
+	// Path is joined under the base URL's path. It is in escaped form
+	// ("/files/a%20b"); existing percent-encoding is kept as given.
+	Path    string
+	Query   url.Values
+	Headers map[string]string
+	Body    []byte
+	// JSON marks Body as JSON: it must be valid, and Content-Type is set to
+	// application/json unless Headers set one.
+	JSON bool
+	// Timeout for the whole request; zero means the endpoint's, and it is
+	// capped by the endpoint's MaxTimeout.
+	Timeout time.Duration
+}
+
+// RequestError reports a request refused before anything was sent: a path
+// that escapes the base, a forbidden header, a control character, a method
+// or path the endpoint does not allow. Its message never contains a header
+// or query value.
+type RequestError struct {
+	Field  string // method, path, query, headers or body
+	Reason string
+}
+
+func (e *RequestError) Error() string { return e.Field + ": " + e.Reason }
+
+// userAgent is sent unless the agent sets its own; some APIs refuse
+// requests without one.
+const userAgent = "actiongw"
+
+// alwaysForbidden are request headers the agent can never set: credentials,
+// routing, and message framing that could smuggle a second request.
+var alwaysForbidden = []string{
+	"Authorization", "Cookie", "Cookie2", "Host", "Proxy-*",
+	"Connection", "Content-Length", "Transfer-Encoding", "TE", "Trailer",
+	"Upgrade", "Keep-Alive", "Expect",
+}
+
+func agentForbidden(name string) bool { return nameMatches(alwaysForbidden, name) }
+
+// outgoing is a checked request ready to send.
+type outgoing struct {
+	base   *url.URL
+	url    *url.URL
+	method string
+	header http.Header
+	body   []byte
+}
+
+// prepare checks r against e and builds the request. It returns a
+// *RequestError for an agent mistake and an *EndpointError for a
+// configuration or credential problem.
+func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if err := e.checkSecrets(); err != nil {
+		return nil, err
+	}
+	base, _ := parseBaseURL(e.BaseURL) // checked by Validate
+
+	method := strings.ToUpper(r.Method)
+	if !validToken(method) {
+		return nil, &RequestError{Field: "method", Reason: "is not an HTTP method"}
+	}
+	if !e.methodAllowed(method) {
+		allowed := e.Methods
+		if len(allowed) == 0 {
+			allowed = DefaultMethods
+		}
+		return nil, &RequestError{Field: "method", Reason: fmt.Sprintf("%s is not allowed on this endpoint (allowed: %s)", method, strings.Join(allowed, ", "))}
+	}
+
+	esc, clean, err := confinePath(strings.TrimSuffix(base.EscapedPath(), "/"), r.Path)
+	if err != nil {
+		return nil, err
+	}
+	if !e.pathAllowed(clean) {
+		return nil, &RequestError{Field: "path", Reason: fmt.Sprintf("%s is not allowed on this endpoint (allowed: %s)", strconv.Quote(clean), strings.Join(e.Paths, ", "))}
+	}
+
+	q, err := e.query(r.Query)
+	if err != nil {
+		return nil, err
+	}
+	h, err := e.header(r.Headers)
+	if err != nil {
+		return nil, err
+	}
+
+	if n := int64(len(r.Body)); n > orDefault(e.MaxRequestBody, DefaultMaxRequestBody) {
+		return nil, &RequestError{Field: "body", Reason: fmt.Sprintf("is %d bytes, over this endpoint's limit of %d", n, orDefault(e.MaxRequestBody, DefaultMaxRequestBody))}
+	}
+	if r.JSON {
+		if !json.Valid(r.Body) {
+			return nil, &RequestError{Field: "body", Reason: "is not valid JSON"}
+		}
+		if h.Get("Content-Type") == "" {
+			h.Set("Content-Type", "application/json")
+		}
+	}
+
+	u := &url.URL{Scheme: base.Scheme, Host: base.Host, RawQuery: q.Encode()}
+	u.Path, _ = url.PathUnescape(esc) // esc was built from checked segments
+	u.RawPath = esc
+	return &outgoing{base: base, url: u, method: method, header: h, body: r.Body}, nil
+}
+
+// query checks the agent's query and adds the query credential.
+func (e *Endpoint) query(in url.Values) (url.Values, error) {
+	q := make(url.Values, len(in)+1)
+	for k, vs := range in {
+		bad := func(reason string) error {
+			return &RequestError{Field: "query", Reason: reason}
+		}
+		if k == "" {
+			return nil, bad("has an empty parameter name")
+		}
+		if hasControlString(k) {
+			return nil, bad("a parameter name contains a control character")
+		}
+		if e.Auth.Kind == AuthQuery && strings.EqualFold(k, e.Auth.Param) {
+			return nil, bad(fmt.Sprintf("parameter %q is set by actiongw and cannot be supplied", k))
+		}
+		for _, v := range vs {
+			if hasControlString(v) {
+				return nil, bad(fmt.Sprintf("the value of %q contains a control character", k))
+			}
+		}
+		q[k] = vs
+	}
+	if e.Auth.Kind == AuthQuery {
+		q.Set(e.Auth.Param, string(e.Auth.Token))
+	}
+	return q, nil
+}
+
+// header checks the agent's headers and adds the credential.
+func (e *Endpoint) header(in map[string]string) (http.Header, error) {
+	h := make(http.Header, len(in)+2)
+	for k, v := range in {
+		bad := func(reason string) error {
+			return &RequestError{Field: "headers", Reason: reason}
+		}
+		if !validToken(k) {
+			return nil, bad(fmt.Sprintf("%q is not a valid header name", k))
+		}
+		if agentForbidden(k) || (e.Auth.Kind == AuthHeader && strings.EqualFold(k, e.Auth.Header)) {
+			return nil, bad(fmt.Sprintf("%q is set by actiongw and cannot be supplied", k))
+		}
+		if len(e.HeaderAllow) > 0 && !nameMatches(e.HeaderAllow, k) {
+			return nil, bad(fmt.Sprintf("%q is not in this endpoint's header allowlist", k))
+		}
+		if nameMatches(e.HeaderDeny, k) {
+			return nil, bad(fmt.Sprintf("%q is denied on this endpoint", k))
+		}
+		if hasControlString(v) {
+			return nil, bad(fmt.Sprintf("the value of %q contains a control character", k))
+		}
+		h.Set(k, v)
+	}
+	if h.Get("User-Agent") == "" {
+		h.Set("User-Agent", userAgent)
+	}
+	switch e.Auth.Kind {
+	case AuthBearer:
+		h.Set("Authorization", "Bearer "+string(e.Auth.Token))
+	case AuthBasic:
+		cred := make([]byte, 0, len(e.Auth.User)+1+len(e.Auth.Password))
+		cred = append(append(append(cred, e.Auth.User...), ':'), e.Auth.Password...)
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString(cred))
+		clear(cred)
+	case AuthHeader:
+		h.Set(e.Auth.Header, string(e.Auth.Token))
+	}
+	return h, nil
+}
+
+func hasControlString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isControl(s[i]) {
+			return true
+		}
+	}
+	return false
+}
