@@ -1,0 +1,76 @@
+package sshexec
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actiongw/actiongw/internal/sshtest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// target returns a target that logs in to s as the unprivileged test user.
+func target(s *sshtest.Server) *Target {
+	return &Target{
+		Name:           "test",
+		Host:           s.Host,
+		Port:           s.Port,
+		User:           s.User,
+		KnownHostsPath: s.KnownHosts,
+		Auth:           Auth{PrivateKey: s.ClientKey},
+	}
+}
+
+// newPool returns a pool closed at cleanup, after which no goroutine of it
+// may be left.
+func newPool(t *testing.T) *Pool {
+	t.Helper()
+	p := NewPool(nil)
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("close pool: %v", err)
+		}
+		goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	})
+	return p
+}
+
+// buffer is a bytes.Buffer safe for the concurrent writes of two streams.
+type buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// output is what a command wrote, with its result.
+type output struct {
+	res            *Result
+	stdout, stderr string
+}
+
+// runCmd runs command on tg with a 30s safety timeout.
+func runCmd(t *testing.T, p *Pool, tg *Target, command string) (output, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr buffer
+	res, err := p.Run(ctx, tg, Request{Command: command, Stdout: &stdout, Stderr: &stderr})
+	return output{res, stdout.String(), stderr.String()}, err
+}

@@ -1,0 +1,344 @@
+package sshexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Request is one command to run on a target.
+type Request struct {
+	// Command is run by the login user's shell, as `ssh host COMMAND` does.
+	Command string
+	// Stdin is sent to the command, followed by end of file; nil sends end
+	// of file at once.
+	Stdin []byte
+	// Timeout bounds the whole call, connecting included; zero means the
+	// target's MaxTimeout, and a timeout above MaxTimeout is capped to it.
+	Timeout time.Duration
+	// OutputLimit is the number of stdout plus stderr bytes after which the
+	// command is stopped and the rest is dropped; zero means no limit.
+	OutputLimit int64
+	// Stdout and Stderr receive the command's streams; nil discards. They
+	// are written from two goroutines and should not block: the remote
+	// streams are drained through them until the session ends. An error
+	// from a writer does not stop the draining.
+	Stdout, Stderr io.Writer
+	// Progress, when set, is called from Run's goroutine at most four times
+	// a second with the stdout plus stderr bytes received so far.
+	Progress func(bytes int64, elapsed time.Duration)
+}
+
+// Status is how a run ended.
+type Status string
+
+const (
+	StatusExited      Status = "exited"       // the command exited; see ExitCode
+	StatusSignaled    Status = "signaled"     // the command was killed by a signal; see Signal
+	StatusTimeout     Status = "timeout"      // the timeout expired; the command was stopped
+	StatusCancelled   Status = "cancelled"    // the caller cancelled; the command was stopped
+	StatusOutputLimit Status = "output_limit" // OutputLimit was exceeded; the command was stopped
+	StatusFailed      Status = "failed"       // the session ended without a status (connection lost)
+)
+
+// Result is the outcome of Run.
+type Result struct {
+	Status Status
+	// ExitCode is the command's exit status, when the server sent one.
+	ExitCode *int
+	// Signal is the name of the signal that killed the command ("TERM").
+	Signal string
+	// Duration is the whole call; ConnectDuration the part until the
+	// command was started (dialling, waiting for a session slot).
+	Duration, ConnectDuration time.Duration
+	// RemoteStopped is set when Run had to stop the command, or lost it:
+	// true only when the command's process group was verified gone on the
+	// target, false when that could not be verified.
+	RemoteStopped *bool
+	// Reason says why the run was stopped or failed, from the
+	// cancellation cause; empty for a command that ended by itself.
+	Reason string
+	// StdoutBytes and StderrBytes count what the command sent, including
+	// bytes dropped after OutputLimit.
+	StdoutBytes, StderrBytes int64
+}
+
+// TimeoutError is the cancellation cause when a run's timeout expires.
+type TimeoutError struct{ Timeout time.Duration }
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("timed out after %v", e.Timeout) }
+
+// OutputLimitError is the cancellation cause when a run exceeds its
+// output limit.
+type OutputLimitError struct{ Limit int64 }
+
+func (e *OutputLimitError) Error() string {
+	return fmt.Sprintf("output limit of %d bytes exceeded", e.Limit)
+}
+
+const progressInterval = 250 * time.Millisecond
+
+// Run runs req.Command on t, writing its output to req.Stdout and
+// req.Stderr until the session ends, and returns how it ended.
+//
+// An error (and no Result) means the command was not started: invalid
+// target, ErrNoCredential, *HostKeyError, *AuthError, connection failure,
+// ErrPoolClosed. Once the command has started, and when ctx ends or the
+// timeout expires before it starts, Run returns a Result. When ctx is
+// cancelled, or the timeout or output limit is reached, Run stops the
+// remote command in stages: TERM, KILL (as "signal" requests, or from a
+// second session when the server refuses those), closing the session, and
+// at last closing the connection; then it checks that the process group is
+// gone. If a writer failed, Run returns the Result together with the first
+// write error.
+func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error) {
+	start := time.Now()
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if d := effectiveTimeout(req.Timeout, t.MaxTimeout); d > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, d, &TimeoutError{d})
+		defer stop()
+	}
+
+	c, ch, reqs, err := p.session(ctx, t)
+	if err != nil {
+		if ctx.Err() == nil {
+			return nil, err
+		}
+		// Nothing runs on the target, so there is nothing to stop.
+		cause := context.Cause(ctx)
+		return &Result{Status: stopStatus(cause), Reason: cause.Error() + " (before the command started)",
+			Duration: time.Since(start), ConnectDuration: time.Since(start)}, nil
+	}
+	defer c.release()
+
+	r := &run{pool: p, conn: c, target: t, req: req, start: start, cancel: cancel}
+	r.stdout = &meter{run: r, w: req.Stdout}
+	r.stderr = &meter{run: r, w: req.Stderr}
+	res, err := r.run(ctx, ch, reqs)
+	if res != nil {
+		res.Duration = time.Since(start)
+	}
+	return res, err
+}
+
+func effectiveTimeout(req, limit time.Duration) time.Duration {
+	if req <= 0 || (limit > 0 && req > limit) {
+		return limit
+	}
+	return req
+}
+
+func stopStatus(cause error) Status {
+	var timeout *TimeoutError
+	var limit *OutputLimitError
+	switch {
+	case errors.As(cause, &timeout), errors.Is(cause, context.DeadlineExceeded):
+		return StatusTimeout
+	case errors.As(cause, &limit):
+		return StatusOutputLimit
+	default:
+		return StatusCancelled
+	}
+}
+
+// session returns an open session channel on a live connection to t,
+// holding one of the connection's slots. A broken connection is closed and
+// dialled again once; a server that refuses a session because too many are
+// open makes the call wait for a slot.
+func (p *Pool) session(ctx context.Context, t *Target) (*conn, ssh.Channel, <-chan *ssh.Request, error) {
+	for redials := 0; ; {
+		c, err := p.conn(ctx, t)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := c.acquire(ctx); err != nil {
+			if ctx.Err() != nil || redials > 0 {
+				return nil, nil, nil, err
+			}
+			redials++
+			continue
+		}
+		ch, reqs, err := c.open(ctx)
+		if err == nil {
+			return c, ch, reqs, nil
+		}
+		var refused *ssh.OpenChannelError
+		if errors.As(err, &refused) && c.refused() {
+			c.release()
+			continue
+		}
+		c.release()
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil, nil, err
+		case refused != nil:
+			return nil, nil, nil, fmt.Errorf("target %q: server refused a session: %w", t.Name, err)
+		case redials > 0:
+			return nil, nil, nil, fmt.Errorf("target %q: open session: %w", t.Name, err)
+		}
+		c.close(fmt.Errorf("open session: %w", err))
+		redials++
+	}
+}
+
+// run is one started command.
+type run struct {
+	pool   *Pool
+	conn   *conn
+	target *Target
+	req    Request
+	start  time.Time
+	cancel context.CancelCauseFunc
+
+	stdout, stderr *meter
+	total          atomic.Int64 // stdout + stderr bytes received
+	limitOnce      sync.Once
+	s              *session
+}
+
+func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request) (*Result, error) {
+	markerOn := r.stderr
+	if r.target.UsePTY {
+		markerOn = r.stdout
+	}
+	r.s = startSession(ch, reqs, r.stdout, r.stderr, markerOn)
+	res := &Result{}
+	var err error
+	r.bounded(func() { err = r.s.exec(r.target, wrap(r.req.Command), r.req.Stdin) })
+	if err != nil {
+		ch.Close()
+		<-r.s.done
+		return nil, fmt.Errorf("target %q: %w", r.target.Name, err)
+	}
+	res.ConnectDuration = time.Since(r.start)
+
+	var tick <-chan time.Time
+	if r.req.Progress != nil {
+		t := time.NewTicker(progressInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var cause error
+wait:
+	for {
+		select {
+		case <-r.s.done:
+			if ctx.Err() != nil && stopStatus(context.Cause(ctx)) == StatusOutputLimit {
+				cause = context.Cause(ctx) // the output was cut, even if the command ended
+			}
+			break wait
+		case <-ctx.Done():
+			cause = context.Cause(ctx)
+			stopped := r.stop()
+			res.RemoteStopped = &stopped
+			break wait
+		case <-tick:
+			r.req.Progress(r.total.Load(), time.Since(r.start))
+		}
+	}
+
+	code, signal, msg := r.s.exit()
+	res.ExitCode, res.Signal = code, signal
+	switch {
+	case cause != nil:
+		res.Status, res.Reason = stopStatus(cause), cause.Error()
+	case code != nil:
+		res.Status = StatusExited
+	case signal != "":
+		res.Status = StatusSignaled
+		res.Reason = msg
+	default:
+		res.Status, res.Reason = StatusFailed, r.lostReason()
+		res.RemoteStopped = ptr(false) // not verified: the connection may be gone
+	}
+	r.counts(res)
+	return res, r.writeErr()
+}
+
+func (r *run) counts(res *Result) {
+	res.StdoutBytes, res.StderrBytes = r.stdout.n.Load(), r.stderr.n.Load()
+}
+
+// lostReason explains a session that ended without an exit status.
+func (r *run) lostReason() string {
+	// The session ends a moment before the connection is marked closed.
+	select {
+	case <-r.conn.done:
+		return "connection lost: " + r.conn.err.Error()
+	case <-time.After(100 * time.Millisecond):
+		return "the server ended the session without an exit status"
+	}
+}
+
+func (r *run) writeErr() error {
+	if err := r.stdout.err(); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	if err := r.stderr.err(); err != nil {
+		return fmt.Errorf("write stderr: %w", err)
+	}
+	return nil
+}
+
+// meter counts one stream into its writer and enforces the run's output
+// limit; it never fails, so the stream is always drained.
+type meter struct {
+	run      *run
+	w        io.Writer
+	n        atomic.Int64
+	errOnce  sync.Once
+	firstErr atomic.Pointer[error]
+}
+
+func (m *meter) Write(p []byte) (int, error) {
+	m.n.Add(int64(len(p)))
+	total := m.run.total.Add(int64(len(p)))
+	keep := p
+	if limit := m.run.req.OutputLimit; limit > 0 && total > limit {
+		keep = p[:max(0, int64(len(p))-(total-limit))]
+		m.run.limitOnce.Do(func() { m.run.cancel(&OutputLimitError{limit}) })
+	}
+	if m.w != nil && len(keep) > 0 {
+		if _, err := m.w.Write(keep); err != nil {
+			m.errOnce.Do(func() { m.firstErr.Store(&err) })
+		}
+	}
+	return len(p), nil
+}
+
+func (m *meter) err() error {
+	if e := m.firstErr.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// pgidMarker starts the line that the wrapper writes before the command.
+const pgidMarker = "\x1eactiongw-pgid "
+
+// wrap prefixes command with a line that reports the process group of the
+// remote shell. sshd makes that shell a session leader (setsid), so its pid
+// is the group that holds the command and everything it starts, which can
+// then be killed from another session when "signal" requests are refused.
+// eval keeps a syntax error in the command from hiding the marker.
+func wrap(command string) string {
+	return `printf '\036actiongw-pgid %d\n' "$$" >&2; eval ` + shellQuote(command)
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

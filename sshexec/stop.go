@@ -1,0 +1,156 @@
+package sshexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// controlTimeout bounds one control command (kill, check) on top of the
+// keepalive interval: a login shell can be slow to start.
+const controlTimeout = 10 * time.Second
+
+// stop ends the running command in stages, each given the target's grace
+// period: TERM, KILL, closing the session, closing the connection. Signals
+// go as "signal" requests with want-reply; once the server refuses one (or
+// with StopWrapper), they are sent to the command's process group from a
+// second session. It reports whether the process group was verified gone.
+func (r *run) stop() bool {
+	grace := r.target.stopGrace()
+	useSignal := r.target.StopMode != StopWrapper
+	for _, sig := range []string{"TERM", "KILL"} {
+		if r.s.ended() {
+			return r.verify()
+		}
+		if useSignal && !r.signal(sig) {
+			useSignal = false
+			r.conn.logger.Debug("server refused a signal request; killing the process group from a second session", "signal", sig)
+		}
+		if !useSignal {
+			r.killGroup(sig, grace)
+		}
+		if r.s.wait(grace) {
+			return r.verify()
+		}
+	}
+	r.s.ch.Close()
+	if r.s.wait(grace) {
+		return r.verify()
+	}
+	r.conn.close(errors.New("closed the connection of a command that did not stop"))
+	<-r.s.done
+	return r.verify()
+}
+
+// signal sends sig as a "signal" request and reports whether the server
+// accepted it.
+func (r *run) signal(sig string) bool {
+	ok := false
+	r.bounded(func() {
+		var err error
+		ok, err = r.s.ch.SendRequest("signal", true, ssh.Marshal(&struct{ Signal string }{sig}))
+		ok = ok && err == nil
+	})
+	return ok
+}
+
+// bounded runs f, closing the connection if f takes longer than the
+// keepalive interval: the server is not answering.
+func (r *run) bounded(f func()) {
+	d := r.target.keepalive()
+	t := time.AfterFunc(d, func() {
+		r.conn.close(fmt.Errorf("no reply within %v", d))
+	})
+	defer t.Stop()
+	f()
+}
+
+// killGroup sends sig to the command's process group from a second session.
+func (r *run) killGroup(sig string, grace time.Duration) {
+	pgid := r.s.waitPGID(grace)
+	if pgid == 0 {
+		return
+	}
+	if _, err := r.control(fmt.Sprintf("kill -%s -%d", sig, pgid)); err != nil {
+		r.conn.logger.Debug("kill process group", "signal", sig, "error", err.Error())
+	}
+}
+
+// verify reports whether the command's process group is gone, killing what
+// is left of it for up to the grace period.
+func (r *run) verify() bool {
+	pgid := r.s.waitPGID(0)
+	if pgid == 0 {
+		return false
+	}
+	deadline := time.Now().Add(r.target.stopGrace())
+	for {
+		// kill -0 fails when no process of the group is left.
+		code, err := r.control(fmt.Sprintf("kill -0 -%d 2>/dev/null", pgid))
+		switch {
+		case err != nil:
+			r.conn.logger.Debug("check process group", "error", err.Error())
+			return false
+		case code != 0:
+			return true
+		case time.Now().After(deadline):
+			return false
+		}
+		r.control(fmt.Sprintf("kill -KILL -%d", pgid))
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// control runs a short command in a new session, outside the session
+// slots, on the run's connection or, when that is gone, on a new one, and
+// returns its exit status.
+func (r *run) control(command string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout+r.target.keepalive())
+	defer cancel()
+	c := r.conn
+	if !c.alive() {
+		var err error
+		if c, err = r.pool.conn(ctx, r.target); err != nil {
+			return 0, err
+		}
+	}
+	ch, reqs, err := c.open(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer context.AfterFunc(ctx, func() { ch.Close() })()
+	ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{command}))
+	if err != nil || !ok {
+		ch.Close()
+		ssh.DiscardRequests(reqs)
+		return 0, fmt.Errorf("run %q: refused or failed: %v", command, err)
+	}
+	ch.CloseWrite()
+	// The output is a line at most and fits the window, so stderr can wait.
+	io.Copy(io.Discard, ch)
+	io.Copy(io.Discard, ch.Stderr())
+	code := -1
+	for req := range reqs {
+		if req.Type == "exit-status" {
+			var m struct{ Status uint32 }
+			if ssh.Unmarshal(req.Payload, &m) == nil {
+				code = int(m.Status)
+			}
+		}
+		if req.WantReply {
+			req.Reply(false, nil)
+		}
+	}
+	ch.Close()
+	if code < 0 {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("run %q: %w", command, ctx.Err())
+		}
+		return 0, fmt.Errorf("run %q: no exit status", command)
+	}
+	return code, nil
+}

@@ -1,0 +1,188 @@
+package sshexec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target is one configured SSH destination. A Pool keys its connections by
+// the target's name, address, user and jump chain, so a Target must not be
+// changed while a Pool uses it.
+type Target struct {
+	// Name is the configured name; it appears in errors and logs.
+	Name string
+	// Host is a host name or IP address.
+	Host string
+	// Port is the TCP port; zero means 22.
+	Port int
+	// User is the login name.
+	User string
+	// KnownHostsPath is the known_hosts file to check the host key against;
+	// empty means ~/.ssh/known_hosts. It is not used when HostKey is set.
+	KnownHostsPath string
+	// HostKey pins the host key by its SHA256 fingerprint ("SHA256:…", as
+	// printed by ssh-keygen -lf). Empty means: check KnownHostsPath.
+	HostKey string
+	// Jump is the target to tunnel through ("ssh -J"); nil means a direct
+	// TCP connection. The final host's key is checked against Host:Port.
+	Jump *Target
+	// Auth holds the credentials.
+	Auth Auth
+	// MaxSessions is the number of sessions the server allows on one
+	// connection (sshd's MaxSessions); zero means OpenSSH's default, 10. One
+	// of them is kept free for stopping commands when it is more than one,
+	// and a lower limit enforced by the server is learned on the way.
+	MaxSessions int
+	// Keepalive is the interval between keepalive requests on an idle or
+	// busy connection, and the time allowed for a reply, for a session to
+	// open and for a command to start; zero means 15s. A connection that
+	// misses it is closed and redialled by the next call.
+	Keepalive time.Duration
+	// MaxTimeout caps Request.Timeout and is the timeout when the request
+	// has none; zero means no cap.
+	MaxTimeout time.Duration
+	// StopMode selects how a command is stopped; zero means StopSignal.
+	StopMode StopMode
+	// StopGrace is how long each stage of a stop waits for the command to
+	// end before the next, harsher stage; zero means one second.
+	StopGrace time.Duration
+	// UsePTY requests a pseudo-terminal, so that closing the session hangs
+	// up the command even when nothing else can stop it. stdout and stderr
+	// then arrive merged on stdout, with CRLF line ends.
+	UsePTY bool
+}
+
+// StopMode is how a running command is stopped.
+type StopMode string
+
+const (
+	// StopSignal sends TERM, then KILL, as SSH "signal" requests; when the
+	// server refuses them (OpenSSH before 7.9, root logins), it falls back
+	// to StopWrapper.
+	StopSignal StopMode = "signal"
+	// StopWrapper kills the command's process group from a second session
+	// on the same connection, without trying "signal" requests first.
+	StopWrapper StopMode = "wrapper"
+)
+
+// Auth holds the credentials for a target, taken from the keyring by the
+// caller. Its String, GoString and LogValue never show the bytes.
+type Auth struct {
+	// PrivateKey is a PEM or OpenSSH private key.
+	PrivateKey []byte
+	// Passphrase decrypts PrivateKey when it is encrypted.
+	Passphrase []byte
+	// Password is tried after the key and the agent.
+	Password []byte
+	// Agent uses the keys of the ssh-agent at $SSH_AUTH_SOCK.
+	Agent bool
+}
+
+// String describes which credentials are present, never their values.
+func (a Auth) String() string {
+	var have []string
+	if len(a.PrivateKey) > 0 {
+		have = append(have, "key")
+	}
+	if len(a.Passphrase) > 0 {
+		have = append(have, "passphrase")
+	}
+	if len(a.Password) > 0 {
+		have = append(have, "password")
+	}
+	if a.Agent {
+		have = append(have, "agent")
+	}
+	return "Auth{" + strings.Join(have, ",") + "}"
+}
+
+// GoString is String, so that %#v does not print the bytes either.
+func (a Auth) GoString() string { return a.String() }
+
+// LogValue is String, so that slog never prints the bytes.
+func (a Auth) LogValue() slog.Value { return slog.StringValue(a.String()) }
+
+// MarshalJSON encodes String, so that encoding a Target never leaks the
+// bytes.
+func (a Auth) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
+
+// ErrNoCredential is returned when a target has neither a key, a password
+// nor agent = true.
+var ErrNoCredential = errors.New("no credential configured")
+
+const (
+	defaultPort        = 22
+	defaultMaxSessions = 10 // OpenSSH's MaxSessions default
+	defaultKeepalive   = 15 * time.Second
+	defaultStopGrace   = time.Second
+	maxJumpDepth       = 8
+)
+
+func (t *Target) addr() string {
+	port := t.Port
+	if port == 0 {
+		port = defaultPort
+	}
+	return net.JoinHostPort(t.Host, strconv.Itoa(port))
+}
+
+func (t *Target) keepalive() time.Duration {
+	if t.Keepalive > 0 {
+		return t.Keepalive
+	}
+	return defaultKeepalive
+}
+
+func (t *Target) stopGrace() time.Duration {
+	if t.StopGrace > 0 {
+		return t.StopGrace
+	}
+	return defaultStopGrace
+}
+
+func (t *Target) maxSessions() int {
+	if t.MaxSessions > 0 {
+		return t.MaxSessions
+	}
+	return defaultMaxSessions
+}
+
+// poolKey identifies the connection a target can share: the same name,
+// user, address and jump chain.
+func (t *Target) poolKey() string {
+	k := fmt.Sprintf("%s|%s@%s", t.Name, t.User, t.addr())
+	if t.Jump != nil {
+		k += " via " + t.Jump.poolKey()
+	}
+	return k
+}
+
+// validate checks what Run needs before it dials; errors name the field.
+func (t *Target) validate() error {
+	for depth, cur := 0, t; cur != nil; depth, cur = depth+1, cur.Jump {
+		if depth > maxJumpDepth {
+			return fmt.Errorf("target %q: jump chain longer than %d (a loop?)", t.Name, maxJumpDepth)
+		}
+		switch {
+		case cur.Host == "":
+			return fmt.Errorf("target %q: host is empty", cur.Name)
+		case cur.User == "":
+			return fmt.Errorf("target %q: user is empty", cur.Name)
+		case cur.Port < 0 || cur.Port > 65535:
+			return fmt.Errorf("target %q: port %d out of range", cur.Name, cur.Port)
+		case cur.StopMode != "" && cur.StopMode != StopSignal && cur.StopMode != StopWrapper:
+			return fmt.Errorf("target %q: stop mode %q: want %q or %q", cur.Name, cur.StopMode, StopSignal, StopWrapper)
+		case cur.HostKey != "" && !strings.HasPrefix(cur.HostKey, "SHA256:"):
+			return fmt.Errorf("target %q: host_key %q: want a SHA256 fingerprint (SHA256:…)", cur.Name, cur.HostKey)
+		case len(cur.Auth.PrivateKey) == 0 && len(cur.Auth.Password) == 0 && !cur.Auth.Agent:
+			return fmt.Errorf("target %q: %w", cur.Name, ErrNoCredential)
+		}
+	}
+	return nil
+}
