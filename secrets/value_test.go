@@ -81,12 +81,13 @@ func leaks(s string) bool {
 
 func TestValueLogsAsRedacted(t *testing.T) {
 	v := NewValue([]byte(canary))
+	opts := &slog.HandlerOptions{Level: slog.LevelDebug}
 	for _, h := range []struct {
 		name string
 		new  func(*bytes.Buffer) slog.Handler
 	}{
-		{"json", func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}) }},
-		{"text", func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}) }},
+		{"json", func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, opts) }},
+		{"text", func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, opts) }},
 	} {
 		var buf bytes.Buffer
 		log := slog.New(h.new(&buf))
