@@ -1,0 +1,278 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"net/url"
+	"slices"
+)
+
+// MinSecretLen is the shortest secret value a Redactor accepts. Shorter
+// values would match ordinary text ("a", "ok") and make output unreadable,
+// and every pattern being at least this long is what lets the scan filter
+// candidate positions on a 4-byte prefix.
+const MinSecretLen = 4
+
+// ShortSecretError is returned by NewRedactor for a secret value shorter
+// than MinSecretLen. It names the secret, never its value.
+type ShortSecretError struct {
+	Name string
+}
+
+func (e *ShortSecretError) Error() string {
+	return fmt.Sprintf("secret %q is shorter than %d bytes: too short to redact without mangling ordinary output", e.Name, MinSecretLen)
+}
+
+// Redactor replaces registered secret values, and their standard base64 and
+// URL-encoded forms, with "[REDACTED:<name>]". It is safe for concurrent use;
+// streaming state lives in the writers it makes.
+//
+// Matching is leftmost-longest: scanning left to right, at each position the
+// longest pattern that starts there is replaced and the scan resumes after
+// it. The streaming writer produces exactly the same output as Redact on the
+// whole input, however the input is split into writes.
+type Redactor struct {
+	maxLen int
+	// filter has one bit per hash of a pattern's first 4 bytes; a clear bit
+	// rules a position out with one load.
+	filter [filterBits / 64]uint64
+	// grams is set at the hash of each pattern's 3-byte grams at offsets 0
+	// and 1; see scan. A byte per entry costs one load to test.
+	grams [filterBits]bool
+	// byPrefix maps a pattern's first 4 bytes to the patterns with that
+	// prefix, longest first.
+	byPrefix map[uint32][]pattern
+}
+
+type pattern struct {
+	value       []byte
+	replacement []byte
+}
+
+const (
+	filterLog  = 16
+	filterBits = 1 << filterLog
+)
+
+func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
+
+// NewRedactor builds a Redactor for secrets keyed by name. A value shorter
+// than MinSecretLen is refused with a *ShortSecretError. A nil or empty map
+// gives a Redactor that passes everything through.
+func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
+	names := make([]string, 0, len(secrets))
+	for name := range secrets {
+		names = append(names, name)
+	}
+	slices.Sort(names) // a value shared by two names is redacted with the first
+	r := &Redactor{byPrefix: make(map[uint32][]pattern)}
+	seen := make(map[string]bool)
+	for _, name := range names {
+		v := secrets[name]
+		if len(v) < MinSecretLen {
+			return nil, &ShortSecretError{Name: name}
+		}
+		repl := []byte("[REDACTED:" + name + "]")
+		for _, form := range secretForms(v) {
+			if seen[form] {
+				continue
+			}
+			seen[form] = true
+			key := binary.LittleEndian.Uint32([]byte(form))
+			r.byPrefix[key] = append(r.byPrefix[key], pattern{value: []byte(form), replacement: repl})
+			h := prefixHash(key)
+			r.filter[h/64] |= 1 << (h % 64)
+			for off := range 2 {
+				g := gramHash(uint32(form[off]) | uint32(form[off+1])<<8 | uint32(form[off+2])<<16)
+				r.grams[g] = true
+			}
+			r.maxLen = max(r.maxLen, len(form))
+		}
+	}
+	for _, ps := range r.byPrefix {
+		slices.SortStableFunc(ps, func(a, b pattern) int { return len(b.value) - len(a.value) })
+	}
+	return r, nil
+}
+
+// secretForms lists the encodings of v that are redacted: the raw value, its
+// standard and URL-safe base64 (unpadded, which also covers the padded text)
+// and its query and path escapes.
+func secretForms(v []byte) []string {
+	forms := []string{
+		string(v),
+		base64.RawStdEncoding.EncodeToString(v),
+		base64.RawURLEncoding.EncodeToString(v),
+		url.QueryEscape(string(v)),
+		url.PathEscape(string(v)),
+	}
+	slices.Sort(forms)
+	return slices.Compact(forms)
+}
+
+// MaxHoldback is how many bytes a streaming redaction may hold back while it
+// waits to see whether they start a secret: the longest pattern minus one.
+func (r *Redactor) MaxHoldback() int {
+	if r == nil || r.maxLen == 0 {
+		return 0
+	}
+	return r.maxLen - 1
+}
+
+// Redact returns b with every secret form replaced. It returns b itself when
+// nothing matched.
+func (r *Redactor) Redact(b []byte) []byte {
+	if r == nil || r.maxLen == 0 {
+		return b
+	}
+	var out []byte
+	matched := false
+	r.scan(b, len(b), func(p []byte) {
+		out = append(out, p...)
+	}, &matched)
+	if !matched {
+		return b
+	}
+	return out
+}
+
+// RedactString is Redact for strings: audit lines, error messages, headers.
+func (r *Redactor) RedactString(s string) string {
+	if r == nil || r.maxLen == 0 {
+		return s
+	}
+	out := r.Redact([]byte(s))
+	return string(out)
+}
+
+// scan emits buf with matches replaced, deciding every position below stop.
+// A match that starts below stop may end past it. Every position below stop
+// must have maxLen bytes of lookahead or be at the true end of the input. It
+// returns the index of the first undecided byte.
+func (r *Redactor) scan(buf []byte, stop int, emit func([]byte), matched *bool) int {
+	last, i := 0, 0
+	// The hot loop looks at six start positions per 8-byte load. Every
+	// pattern is at least 4 bytes, so a pattern starting at j or j+1 (j even
+	// in the block) contains the 3 bytes at j+1; grams holds those 3-byte
+	// grams of every pattern at offsets 0 and 1.
+	g := &r.grams
+blocks:
+	for i+6 <= stop && i+8 <= len(buf) {
+		v := binary.LittleEndian.Uint64(buf[i:])
+		h1 := gramHash(uint32(v >> 8))
+		h3 := gramHash(uint32(v >> 24))
+		h5 := gramHash(uint32(v >> 40))
+		if !(g[h1] || g[h3] || g[h5]) {
+			i += 6
+			continue
+		}
+		for end := i + 6; i < end; i++ {
+			if p := r.matchAt(buf[i:]); p != nil {
+				emit(buf[last:i])
+				emit(p.replacement)
+				*matched = true
+				i += len(p.value)
+				last = i
+				continue blocks
+			}
+		}
+	}
+	// Positions with fewer than 4 bytes left cannot start a pattern.
+	for i < stop && i+4 <= len(buf) {
+		p := r.matchAt(buf[i:])
+		if p == nil {
+			i++
+			continue
+		}
+		emit(buf[last:i])
+		emit(p.replacement)
+		*matched = true
+		i += len(p.value)
+		last = i
+	}
+	i = max(i, stop)
+	if last < i {
+		emit(buf[last:i])
+	}
+	return i
+}
+
+// matchAt returns the longest pattern that b starts with, or nil. b must
+// hold at least 4 bytes.
+func (r *Redactor) matchAt(b []byte) *pattern {
+	key := binary.LittleEndian.Uint32(b)
+	h := prefixHash(key)
+	if r.filter[h/64]&(1<<(h%64)) == 0 {
+		return nil
+	}
+	ps := r.byPrefix[key]
+	for j := range ps {
+		if bytes.HasPrefix(b, ps[j].value) {
+			return &ps[j]
+		}
+	}
+	return nil
+}
+
+func gramHash(v uint32) uint32 { return ((v & 0xFFFFFF) * 0x9E3779B1) >> (32 - filterLog) }
+
+// redactWriter is the streaming form of a Redactor. It holds back at most
+// MaxHoldback bytes between writes.
+type redactWriter struct {
+	r     *Redactor
+	emit  func([]byte)
+	carry []byte
+}
+
+func newRedactWriter(r *Redactor, emit func([]byte)) *redactWriter {
+	w := &redactWriter{r: r, emit: emit}
+	if r != nil && r.maxLen > 0 {
+		w.carry = make([]byte, 0, 2*r.maxLen)
+	}
+	return w
+}
+
+func (w *redactWriter) write(p []byte) {
+	r := w.r
+	if r == nil || r.maxLen == 0 {
+		if len(p) > 0 {
+			w.emit(p)
+		}
+		return
+	}
+	var matched bool
+	m := r.maxLen
+	if len(w.carry) > 0 {
+		// Decide the held-back positions with just enough of p appended;
+		// carry has room for it, so this never allocates.
+		held := len(w.carry)
+		take := min(len(p), m)
+		tmp := append(w.carry, p[:take]...)
+		stop := min(held, len(tmp)-m+1)
+		if stop < held {
+			// p was too short to decide every held-back position.
+			i := r.scan(tmp, max(stop, 0), w.emit, &matched)
+			w.carry = append(w.carry[:0], tmp[i:]...)
+			return
+		}
+		i := r.scan(tmp, held, w.emit, &matched)
+		w.carry = w.carry[:0]
+		p = p[i-held:]
+	}
+	if stop := len(p) - m + 1; stop > 0 {
+		p = p[r.scan(p, stop, w.emit, &matched):]
+	}
+	w.carry = append(w.carry[:0], p...)
+}
+
+// flush decides the held-back bytes as the end of the stream.
+func (w *redactWriter) flush() {
+	if len(w.carry) == 0 {
+		return
+	}
+	var matched bool
+	w.r.scan(w.carry, len(w.carry), w.emit, &matched)
+	w.carry = w.carry[:0]
+}
