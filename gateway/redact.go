@@ -159,7 +159,7 @@ func (r *Redactor) scan(buf []byte, stop int, emit func([]byte), matched *bool) 
 	// grams of every pattern at offsets 0 and 1.
 	g := &r.grams
 blocks:
-	for i+6 <= stop && i+8 <= len(buf) {
+	for i+6 <= stop && i+9 <= len(buf) {
 		v := binary.LittleEndian.Uint64(buf[i:])
 		h1 := gramHash(uint32(v >> 8))
 		h3 := gramHash(uint32(v >> 24))
