@@ -3,6 +3,8 @@ package sshexec
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +33,7 @@ func target(s *sshtest.Server) *Target {
 // may be left.
 func newPool(t *testing.T) *Pool {
 	t.Helper()
-	p := NewPool(nil)
+	p := NewPool(testLogger())
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
 			t.Errorf("close pool: %v", err)
@@ -73,4 +75,11 @@ func runCmd(t *testing.T, p *Pool, tg *Target, command string) (output, error) {
 	var stdout, stderr buffer
 	res, err := p.Run(ctx, tg, Request{Command: command, Stdout: &stdout, Stderr: &stderr})
 	return output{res, stdout.String(), stderr.String()}, err
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("SSHEXEC_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -89,8 +89,7 @@ func (r *run) verify() bool {
 	}
 	deadline := time.Now().Add(r.target.stopGrace())
 	for {
-		// kill -0 fails when no process of the group is left.
-		code, err := r.control(fmt.Sprintf("kill -0 -%d 2>/dev/null", pgid))
+		code, err := r.control(groupAliveScript(pgid))
 		switch {
 		case err != nil:
 			r.conn.logger.Debug("check process group", "error", err.Error())
@@ -153,4 +152,13 @@ func (r *run) control(command string) (int, error) {
 		return 0, fmt.Errorf("run %q: no exit status", command)
 	}
 	return code, nil
+}
+
+// groupAliveScript exits 1 when process group pgid has no process left but
+// zombies, which kill -0 alone counts: orphans wait for their new parent to
+// reap them, and some init processes take their time.
+func groupAliveScript(pgid int64) string {
+	return fmt.Sprintf(`kill -0 -%[1]d 2>/dev/null || exit 1
+ps=$(ps -A -o pgid= -o stat= 2>/dev/null) || exit 0
+printf '%%s\n' "$ps" | awk '$1 == %[1]d && $2 !~ /^Z/ { alive = 1 } END { exit !alive }'`, pgid)
 }
