@@ -3,6 +3,7 @@ package sshexec
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"log/slog"
 	"os"
 	"sync"
@@ -83,3 +84,5 @@ func testLogger() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+func pemEncode(b *pem.Block) []byte { return pem.EncodeToMemory(b) }
