@@ -159,7 +159,7 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 			return &RequestError{Field: "headers", Reason: reason}
 		}
 		if !validToken(k) {
-			return nil, bad(fmt.Sprintf("%q is not a valid header name", k))
+			return nil, bad("a header name is not a valid token") // it may hold anything: not echoed
 		}
 		if agentForbidden(k) || (e.Auth.Kind == AuthHeader && strings.EqualFold(k, e.Auth.Header)) {
 			return nil, bad(fmt.Sprintf("%q is set by actiongw and cannot be supplied", k))
