@@ -292,6 +292,21 @@ func (s *Server) Crash() {
 	<-s.exited
 }
 
+// Freeze stops (SIGSTOP) every per-connection sshd process, so that open
+// connections stay up but never answer again, as on a wedged host or
+// network; new connections are still served. Frozen processes are killed
+// at cleanup.
+func (s *Server) Freeze() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pid := range descendants(s.cmd.Process.Pid) {
+		if comm(pid) == "sshd" {
+			syscall.Kill(pid, syscall.SIGSTOP)
+		}
+	}
+}
+
 // Restart starts sshd again, with the same configuration and port, after
 // Crash.
 func (s *Server) Restart() {

@@ -1,0 +1,167 @@
+package sshexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actiongw/actiongw/internal/sshtest"
+)
+
+// logins counts the logins sshd accepted so far.
+func logins(s *sshtest.Server) int { return strings.Count(s.Log(), "Accepted publickey") }
+
+func TestConnectionReuse(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := target(s)
+	for i := range 5 {
+		if out, err := runCmd(t, p, tg, "echo ok"); err != nil || out.stdout != "ok\n" {
+			t.Fatalf("run %d: %+v, %v", i, out, err)
+		}
+	}
+	if got := logins(s); got != 1 {
+		t.Errorf("logins for 5 runs: got %d; want 1", got)
+	}
+}
+
+// TestMaxSessions runs more commands at once than the server allows on a
+// connection: they wait for a slot instead of failing.
+func TestMaxSessions(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{MaxSessions: 2})
+	p := newPool(t)
+	for _, tc := range []struct {
+		name        string
+		maxSessions int
+	}{
+		{"configured", 2},
+		{"learned from refusals", 0}, // the default, 10, is more than the server allows
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := target(s)
+			tg.Name, tg.MaxSessions = tc.name, tc.maxSessions
+			var wg sync.WaitGroup
+			errs := make(chan error, 5)
+			for i := range 5 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					var out buffer
+					res, err := p.Run(ctx, tg, Request{Command: fmt.Sprintf("sleep 0.2; echo %d", i), Stdout: &out})
+					if err == nil && (res.Status != StatusExited || out.String() != fmt.Sprintf("%d\n", i)) {
+						err = fmt.Errorf("got %+v, %q", res, out.String())
+					}
+					errs <- err
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("run: %v", err)
+				}
+			}
+		})
+	}
+	if got := logins(s); got != 2 {
+		t.Errorf("logins: got %d; want 2 (one connection per target)", got)
+	}
+}
+
+// TestServerCrash kills sshd while a command runs: the call fails at once,
+// the next call fails fast while sshd is down, and works once it is back.
+func TestServerCrash(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := target(s)
+	dir := s.UserDir(t)
+	done := make(chan output, 1)
+	go func() {
+		out, err := runCmd(t, p, tg, fmt.Sprintf("echo $$ > %s/pid; sleep 1000", dir))
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		done <- out
+	}()
+	sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
+	s.Crash()
+	select {
+	case out := <-done:
+		if out.res == nil || out.res.Status != StatusFailed || out.res.RemoteStopped == nil || *out.res.RemoteStopped {
+			t.Errorf("got %+v; want status failed, remote_stopped false", out.res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of the crash")
+	}
+	start := time.Now()
+	if _, err := runCmd(t, p, tg, "true"); err == nil {
+		t.Error("Run while sshd is down: got no error")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Run while sshd is down took %v", d)
+	}
+	s.Restart()
+	assertPrompt(t, p, tg)
+}
+
+// TestWedgedConnection freezes the server side of the pooled connection:
+// the keepalive closes it, and calls redial instead of hanging.
+func TestWedgedConnection(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := target(s)
+	tg.Keepalive = 300 * time.Millisecond
+	assertPrompt(t, p, tg)
+	s.Freeze()
+	assertPrompt(t, p, tg) // the open times out after the keepalive interval
+
+	// A connection frozen while idle is found dead by the keepalive alone.
+	p.mu.Lock()
+	c := p.conns[tg.poolKey()].c
+	p.mu.Unlock()
+	s.Freeze()
+	select {
+	case <-c.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("keepalive did not close a wedged connection within 5s")
+	}
+	assertPrompt(t, p, tg)
+}
+
+func TestJumpHost(t *testing.T) {
+	jump := sshtest.Start(t, sshtest.Options{})
+	final := sshtest.Start(t, sshtest.Options{Config: []string{"AllowTcpForwarding no"}})
+	p := newPool(t)
+	tg := target(final)
+	tg.Name = "final"
+	tg.Jump = target(jump)
+	tg.Jump.Name = "bastion"
+	out, err := runCmd(t, p, tg, "echo $SSH_CONNECTION")
+	if err != nil {
+		t.Fatalf("Run through the jump host: %v", err)
+	}
+	// The final server sees the connection come from the jump server.
+	if fields := strings.Fields(out.stdout); len(fields) != 4 || fields[3] != fmt.Sprint(final.Port) {
+		t.Errorf("SSH_CONNECTION: got %q; want a connection to port %d", out.stdout, final.Port)
+	}
+	if logins(jump) != 1 || logins(final) != 1 {
+		t.Errorf("logins: jump %d, final %d; want 1 each", logins(jump), logins(final))
+	}
+
+	// The final host's key is checked against the final host's name: a
+	// known_hosts that only vouches for the jump host's key fails.
+	wrong := *tg
+	wrong.Name, wrong.KnownHostsPath = "final-wrong", jump.KnownHosts
+	_, err = runCmd(t, p, &wrong, "true")
+	var hk *HostKeyError
+	if !errors.As(err, &hk) || hk.Host != final.Addr() || hk.Fingerprint != final.Fingerprint() {
+		t.Fatalf("got %v; want a *HostKeyError for %s with %s", err, final.Addr(), final.Fingerprint())
+	}
+}
