@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -283,4 +284,9 @@ func verifyAudit(path string, strictHead bool) (int, string, error) {
 		return n, "", &AuditError{n, fmt.Sprintf("the head file records %d records; this log does not contain them unchanged: records were removed from the end or the last line was edited", h.Seq)}
 	}
 	return n, prev, nil
+}
+
+// AuditPath is where the audit log of cfg lives.
+func AuditPath(cfg *Config) string {
+	return filepath.Join(cfg.Server.StateDir, "audit.jsonl")
 }

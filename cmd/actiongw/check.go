@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/secrets"
+)
+
+// check validates the config and reports, one row per item, what is wrong.
+func (c *cli) check(ctx context.Context, args []string) error {
+	fs := c.flags("check", "check [-config PATH]")
+	configPath := fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	cfg, err := c.loadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tSTATUS\tDETAIL")
+	fmt.Fprintf(tw, "config\tok\t%d ssh target(s), %d http endpoint(s)\n", len(cfg.SSH), len(cfg.HTTP))
+	failed := 0
+	for _, r := range c.checkRows(ctx, cfg) {
+		status := "ok"
+		if r.err != nil {
+			status, failed = "FAIL", failed+1
+		}
+		detail := r.detail
+		if r.err != nil {
+			detail = r.err.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.item, status, detail)
+	}
+	tw.Flush()
+	if failed > 0 {
+		return fmt.Errorf("check: %d problem(s) found", failed)
+	}
+	return nil
+}
+
+type checkRow struct {
+	item   string
+	detail string
+	err    error
+}
+
+// checkRows checks every referenced secret; a missing one says how to set it.
+func (c *cli) checkRows(ctx context.Context, cfg *gateway.Config) []checkRow {
+	var rows []checkRow
+	kr := &secrets.Keyring{Service: c.getenv("ACTIONGW_KEYRING_SERVICE")}
+	for _, name := range cfg.SecretNames() {
+		row := checkRow{item: "secret " + name, detail: "present in the keyring"}
+		if ok, err := kr.Present(ctx, name); err != nil {
+			row.err = err
+		} else if !ok {
+			row.err = &secrets.NotFoundError{Name: name}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}

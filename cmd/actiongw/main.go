@@ -1,0 +1,147 @@
+// Command actiongw is a local MCP server that runs SSH commands and HTTP
+// calls for an AI agent with credentials that stay in the OS keyring.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/actiongw/actiongw/gateway"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	err := c.run(ctx, os.Args[1:])
+	stop()
+	os.Exit(exitCode(c.stderr, err))
+}
+
+// usageError marks an error in how the command was called (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// exitCode prints err and decides the exit status: 0 ok, 2 usage, 1 else.
+func exitCode(stderr io.Writer, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "actiongw: %v\n", err)
+	var uerr *usageError
+	if errors.As(err, &uerr) {
+		fmt.Fprintln(stderr, "run 'actiongw help' for usage")
+		return 2
+	}
+	return 1
+}
+
+// cli holds what a command may touch of its process, so tests can run
+// commands in-process.
+type cli struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+const usage = `actiongw runs SSH commands and HTTP calls for an AI agent over MCP (stdio),
+with credentials kept in the OS keyring.
+
+Usage:
+  actiongw serve [-config PATH]     serve MCP on stdin/stdout
+  actiongw secret set NAME          store a secret (no-echo prompt, or stdin)
+  actiongw secret delete NAME       remove a secret
+  actiongw secret list [-config P]  names the config references, present or not
+  actiongw check [-config PATH]     validate config, secrets and targets
+  actiongw audit verify [-config P] check the audit log's hash chain
+  actiongw audit tail [-n N] [-f]   print recent audit records
+  actiongw version                  print the version
+  actiongw help                     print this help
+
+Config: -config PATH, else $ACTIONGW_CONFIG, else
+$XDG_CONFIG_HOME/actiongw/config.toml (~/.config/actiongw/config.toml).
+`
+
+func (c *cli) run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usage)
+		return &usageError{"no command given"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return c.serve(ctx, rest)
+	case "secret":
+		return c.secret(ctx, rest)
+	case "check":
+		return c.check(ctx, rest)
+	case "audit":
+		return c.audit(ctx, rest)
+	case "version":
+		fmt.Fprintf(c.stdout, "actiongw %s\n", version)
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, usage)
+		return nil
+	}
+	return &usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+// flags returns a FlagSet for one subcommand whose errors go to stderr and
+// come back as usage errors.
+func (c *cli) flags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "Usage: actiongw %s\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args and turns a flag error into a usage error.
+func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err.Error()}
+	}
+	if fs.NArg() > maxArgs {
+		return &usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(maxArgs))}
+	}
+	return nil
+}
+
+// loadConfig loads the config at path, or at the default lookup path.
+func (c *cli) loadConfig(path string) (*gateway.Config, error) {
+	if path == "" {
+		path = gateway.DefaultConfigPath(c.getenv)
+	}
+	cfg, err := gateway.LoadConfig(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no config at %s (create one from config.example.toml, or pass -config PATH)", path)
+	}
+	return cfg, err
+}
+
+// newLogger returns the JSON logger on stderr at the config's level.
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
