@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"unicode/utf8"
+)
+
+// DefaultPreviewBytes is the head and the tail preview size used when a
+// CaptureLimits field is zero.
+const DefaultPreviewBytes = 4096
+
+// CaptureLimits bounds the memory one captured stream keeps for previews.
+type CaptureLimits struct {
+	// HeadBytes is how many of the first bytes are kept; zero means
+	// DefaultPreviewBytes, negative means none.
+	HeadBytes int
+	// TailBytes is how many of the last bytes are kept, in a ring; zero
+	// means DefaultPreviewBytes, negative means none.
+	TailBytes int
+}
+
+func previewSize(n int) int {
+	switch {
+	case n == 0:
+		return DefaultPreviewBytes
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// StreamSummary is the STREAM object of a tool result: what one stream
+// carried and a preview of it. Every count is of the redacted stream.
+type StreamSummary struct {
+	// Bytes counts every byte received, after redaction, kept or not.
+	Bytes int64 `json:"bytes"`
+	// Lines counts newlines, plus one for a final line without a newline.
+	Lines int64 `json:"lines"`
+	// Head is the start of the stream and Tail its end, valid UTF-8 cut at
+	// character boundaries; they never overlap. Both are empty for a
+	// binary stream.
+	Head string `json:"head"`
+	Tail string `json:"tail"`
+	// Truncated reports that Head and Tail together do not hold the
+	// whole stream.
+	Truncated bool `json:"truncated"`
+	// SHA256 is the hex digest of the whole redacted stream.
+	SHA256 string `json:"sha256"`
+	// Binary reports that the stream does not look like text: it has a NUL
+	// byte or invalid UTF-8 in the kept head or tail.
+	Binary bool `json:"binary,omitempty"`
+	// SpoolError says why some of the stream could not be kept on disk
+	// for read_output; counts and hash are complete all the same.
+	SpoolError string `json:"spool_error,omitempty"`
+
+	// Retained lists the byte ranges kept on disk, in order; nil when the
+	// stream was not spooled.
+	Retained []ByteRange `json:"-"`
+}
+
+// ByteRange is the half-open range [Start, End) of stream offsets.
+type ByteRange struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// Capture is the io.Writer a producer copies one stream into. Write never
+// blocks on anything but memory and the local disk, and never fails, so the
+// producer is always drained to the end. Every byte is redacted first; then
+// it is counted, hashed, previewed and spooled.
+//
+// A Capture is written by one goroutine. Summary is meant for after Finish
+// (or flush) of the action.
+type Capture struct {
+	red      *redactWriter
+	bytes    int64
+	newlines int64
+	last     byte
+	hash     hash.Hash
+	head     []byte
+	tail     []byte // a ring of the last bytes once full
+	tailNext int    // where the ring writes next
+	spool    *spoolStream
+	flushed  bool
+}
+
+func newCapture(red *Redactor, lim CaptureLimits, spool *spoolStream) *Capture {
+	c := &Capture{
+		hash:  sha256.New(),
+		head:  make([]byte, 0, previewSize(lim.HeadBytes)),
+		tail:  make([]byte, 0, previewSize(lim.TailBytes)),
+		spool: spool,
+	}
+	c.red = newRedactWriter(red, c.keep)
+	return c
+}
+
+// Write redacts p and keeps what the limits allow. It always returns
+// len(p), nil.
+func (c *Capture) Write(p []byte) (int, error) {
+	c.red.write(p)
+	return len(p), nil
+}
+
+// flush ends the stream: it releases the bytes the redactor held back.
+func (c *Capture) flush() {
+	if c.flushed {
+		return
+	}
+	c.flushed = true
+	c.red.flush()
+}
+
+// keep takes redacted bytes.
+func (c *Capture) keep(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	c.bytes += int64(len(p))
+	c.newlines += int64(bytes.Count(p, []byte{'\n'}))
+	c.last = p[len(p)-1]
+	c.hash.Write(p)
+	if room := cap(c.head) - len(c.head); room > 0 {
+		c.head = append(c.head, p[:min(room, len(p))]...)
+	}
+	if n := cap(c.tail); n > 0 {
+		q := p[max(0, len(p)-n):]
+		for len(q) > 0 {
+			if len(c.tail) < n {
+				k := min(n-len(c.tail), len(q))
+				c.tail = append(c.tail, q[:k]...)
+				q = q[k:]
+				continue
+			}
+			k := copy(c.tail[c.tailNext:], q)
+			c.tailNext = (c.tailNext + k) % n
+			q = q[k:]
+		}
+	}
+	if c.spool != nil {
+		c.spool.write(p)
+	}
+}
+
+// Summary returns the STREAM object.
+func (c *Capture) Summary() StreamSummary {
+	s := StreamSummary{
+		Bytes:  c.bytes,
+		Lines:  c.newlines,
+		SHA256: hex.EncodeToString(c.hash.Sum(nil)),
+	}
+	if c.bytes > 0 && c.last != '\n' {
+		s.Lines++
+	}
+	head := c.head
+	// The tail preview starts where the head ends, so they never overlap.
+	ring := append(c.tail[c.tailNext:len(c.tail):len(c.tail)], c.tail[:c.tailNext]...)
+	tail := ring[len(ring)-int(min(int64(len(ring)), c.bytes-int64(len(head)))):]
+	if int64(len(head)) < c.bytes {
+		head = trimToRuneEnd(head)
+	}
+	if c.bytes > int64(len(tail)) {
+		tail = trimToRuneStart(tail)
+	}
+	if looksBinary(head) || looksBinary(tail) {
+		s.Binary = true
+		head, tail = nil, nil
+	}
+	s.Head, s.Tail = string(head), string(tail)
+	s.Truncated = int64(len(s.Head)+len(s.Tail)) < c.bytes
+	if c.spool != nil {
+		s.Retained, s.SpoolError = c.spool.retained()
+	}
+	return s
+}
+
+// trimToRuneEnd drops an incomplete character cut at the end of b.
+func trimToRuneEnd(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// trimToRuneStart drops the continuation bytes of a character cut at the
+// start of b.
+func trimToRuneStart(b []byte) []byte {
+	for i := 0; i < len(b) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
+}
+
+// looksBinary reports whether b, already cut at character boundaries, is
+// not text: it holds a NUL byte or invalid UTF-8.
+func looksBinary(b []byte) bool {
+	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
+}

@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func captureAll(t testing.TB, red *Redactor, lim CaptureLimits, in []byte, sizes []int) StreamSummary {
+	t.Helper()
+	c := newCapture(red, lim, nil)
+	for i := 0; len(in) > 0; i++ {
+		n := min(max(sizes[i%len(sizes)], 1), len(in))
+		if got, err := c.Write(in[:n]); got != n || err != nil {
+			t.Fatalf("Write = %d, %v; want %d, nil", got, err, n)
+		}
+		in = in[n:]
+	}
+	c.flush()
+	return c.Summary()
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func TestCaptureSummary(t *testing.T) {
+	red, err := NewRedactor(map[string][]byte{"tok": []byte("hunter22")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := CaptureLimits{HeadBytes: 8, TailBytes: 8}
+	tests := []struct {
+		name string
+		in   string
+		lim  CaptureLimits
+		want StreamSummary // SHA256 is checked against the redacted input
+	}{
+		{"empty", "", small, StreamSummary{}},
+		{"short", "hi\nyo", small, StreamSummary{Bytes: 5, Lines: 2, Head: "hi\nyo"}},
+		{"final newline", "a\nb\n", small, StreamSummary{Bytes: 4, Lines: 2, Head: "a\nb\n"}},
+		{"head and tail meet", "0123456789abcdef", small, StreamSummary{Bytes: 16, Lines: 1, Head: "01234567", Tail: "89abcdef"}},
+		{"gap", "0123456789abcdefXYZ", small, StreamSummary{Bytes: 19, Lines: 1, Head: "01234567", Tail: "bcdefXYZ", Truncated: true}},
+		// "€" is 3 bytes; the head cut at byte 8 falls inside the second one.
+		{"head cut in a character", "abc€€€€", small, StreamSummary{Bytes: 15, Lines: 1, Head: "abc€", Tail: "€€", Truncated: true}},
+		{"4-byte characters", "😀😀😀😀😀", CaptureLimits{HeadBytes: 6, TailBytes: 6}, StreamSummary{Bytes: 20, Lines: 1, Head: "😀", Tail: "😀", Truncated: true}},
+		{"NUL is binary", "ab\x00cd", small, StreamSummary{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
+		{"invalid UTF-8 is binary", "ab\xffcd", small, StreamSummary{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
+		{"redacted", "key=hunter22\n", CaptureLimits{HeadBytes: 64}, StreamSummary{Bytes: 19, Lines: 1, Head: "key=[REDACTED:tok]\n"}},
+		{"no previews", "abc", CaptureLimits{HeadBytes: -1, TailBytes: -1}, StreamSummary{Bytes: 3, Lines: 1, Truncated: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, sizes := range [][]int{{1 << 20}, {1}, {3, 1, 2}} {
+				got := captureAll(t, red, tt.lim, []byte(tt.in), sizes)
+				tt.want.SHA256 = sha(red.Redact([]byte(tt.in)))
+				if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+					t.Errorf("writes of %v: got %+v; want %+v", sizes, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// FuzzCapture checks the STREAM invariants for any input and chunking:
+// counts and hash describe the whole redacted stream, previews are valid
+// UTF-8 taken from its two ends without overlap.
+func FuzzCapture(f *testing.F) {
+	f.Add([]byte("hello\nworld\n"), []byte{3}, uint8(4), uint8(4))
+	f.Add([]byte("€😀€😀\x00€"), []byte{1, 2}, uint8(5), uint8(3))
+	f.Add([]byte("x secret1 secret1 y"), []byte{7}, uint8(200), uint8(0))
+	red, err := NewRedactor(map[string][]byte{"s": []byte("secret1")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in, chunks []byte, head, tail uint8) {
+		sizes := []int{}
+		for _, c := range chunks {
+			sizes = append(sizes, int(c))
+		}
+		if len(sizes) == 0 {
+			sizes = []int{len(in)}
+		}
+		got := captureAll(t, red, CaptureLimits{HeadBytes: int(head) - 1, TailBytes: int(tail) - 1}, in, sizes)
+		full := red.Redact(in)
+		if got.Bytes != int64(len(full)) || got.SHA256 != sha(full) {
+			t.Fatalf("got %d bytes, sha %s; want %d, %s", got.Bytes, got.SHA256, len(full), sha(full))
+		}
+		wantLines := int64(bytes.Count(full, []byte("\n")))
+		if len(full) > 0 && full[len(full)-1] != '\n' {
+			wantLines++
+		}
+		if got.Lines != wantLines {
+			t.Errorf("got %d lines; want %d", got.Lines, wantLines)
+		}
+		if !utf8.ValidString(got.Head) || !utf8.ValidString(got.Tail) {
+			t.Errorf("previews %q, %q are not valid UTF-8", got.Head, got.Tail)
+		}
+		if !bytes.HasPrefix(full, []byte(got.Head)) || !bytes.HasSuffix(full, []byte(got.Tail)) {
+			t.Errorf("previews %q, %q are not the ends of %q", got.Head, got.Tail, full)
+		}
+		if n := len(got.Head) + len(got.Tail); n > len(full) || got.Truncated != (n < len(full)) {
+			t.Errorf("head+tail = %d bytes of %d, truncated %v", n, len(full), got.Truncated)
+		}
+		if got.Binary != (bytes.IndexByte(full, 0) >= 0 || !utf8.Valid(full)) && len(full) <= int(head)-1 {
+			t.Errorf("binary = %v for whole-stream head %q", got.Binary, full)
+		}
+	})
+}
+
+// The RSS test runs this helper in a child process: it pushes
+// GATEWAY_PUMP_BYTES through one spooled, redacting capture and prints its
+// peak RSS (VmHWM) in KiB.
+func TestPumpHelper(t *testing.T) {
+	n, err := strconv.ParseInt(os.Getenv("GATEWAY_PUMP_BYTES"), 10, 64)
+	if err != nil {
+		t.Skip("helper process for TestCaptureRSS; set GATEWAY_PUMP_BYTES to run it")
+	}
+	secrets := map[string][]byte{}
+	for i := range 10 {
+		secrets[fmt.Sprintf("k%d", i)] = []byte(fmt.Sprintf("secret-value-%04d", i))
+	}
+	red, err := NewRedactor(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := OpenSpool(os.Getenv("GATEWAY_PUMP_DIR"), SpoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act := sp.Begin("bench", "local")
+	c := act.Capture("stdout", red, CaptureLimits{})
+	chunk := textChunk(32 << 10)
+	start := time.Now()
+	for sent := int64(0); sent < n; sent += int64(len(chunk)) {
+		c.Write(chunk[:min(int64(len(chunk)), n-sent)])
+	}
+	act.Finish()
+	sum := c.Summary()
+	if sum.Bytes < n {
+		t.Fatalf("got %d bytes; want at least %d", sum.Bytes, n)
+	}
+	fmt.Printf("bytes=%d seconds=%.2f vmhwm_kib=%d\n", sum.Bytes, time.Since(start).Seconds(), vmHWM(t))
+}
+
+func vmHWM(t testing.TB) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kib
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
+
+// textChunk makes log-like text with a secret-like near miss per line.
+func textChunk(n int) []byte {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var b bytes.Buffer
+	for b.Len() < n {
+		fmt.Fprintf(&b, "2026-01-02T03:04:05Z level=info id=%08x msg=\"request done\" secret-value-x%03d ok\n", rng.Uint32(), rng.IntN(1000))
+	}
+	return b.Bytes()[:n]
+}
+
+// TestCaptureRSS proves in real processes that capture memory does not
+// grow with the stream: 1 GiB leaves the peak RSS where 10 MiB does.
+func TestCaptureRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pushes 1 GiB through a capture")
+	}
+	peak := func(n int64) int64 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPumpHelper$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "GATEWAY_PUMP_BYTES="+strconv.FormatInt(n, 10), "GATEWAY_PUMP_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helper: %v\n%s", err, out)
+		}
+		var bytes, kib int64
+		var secs float64
+		i := strings.Index(string(out), "bytes=")
+		if i < 0 {
+			t.Fatalf("helper printed no figures:\n%s", out)
+		}
+		if _, err := fmt.Sscanf(string(out[i:]), "bytes=%d seconds=%g vmhwm_kib=%d", &bytes, &secs, &kib); err != nil {
+			t.Fatalf("parse %q: %v", out, err)
+		}
+		t.Logf("%d bytes in %.2fs: VmHWM %d KiB", bytes, secs, kib)
+		return kib
+	}
+	small := peak(10 << 20)
+	large := peak(1 << 30)
+	// Generous for GC timing noise, far below the 1 GiB that went through.
+	if large > small+16<<10 {
+		t.Errorf("peak RSS after 1 GiB = %d KiB; after 10 MiB = %d KiB; want within 16 MiB", large, small)
+	}
+}

@@ -1,0 +1,328 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+	"unicode/utf8"
+)
+
+// Paging and search bounds.
+const (
+	// DefaultReadLimit is the page size when read_output gives no limit.
+	DefaultReadLimit = 16 << 10
+	// MaxReadLimit caps one page before the result budget trims it further.
+	MaxReadLimit = 1 << 20
+	// DefaultMaxMatches and MaxMatches bound search_output matches.
+	DefaultMaxMatches = 20
+	MaxMatches        = 200
+	// MaxPatternBytes bounds a search pattern.
+	MaxPatternBytes = 4096
+	// SearchTimeLimit bounds the time one search scans.
+	SearchTimeLimit = 5 * time.Second
+	snippetBefore   = 60
+	snippetBytes    = 200
+)
+
+// Page is the read_output result: the bytes [Offset, Offset+n) of a stream,
+// where n is the raw length of Data.
+type Page struct {
+	Handle string `json:"handle"`
+	Stream string `json:"stream"`
+	// Offset is where Data starts in the whole stream. Bytes between the
+	// requested offset and Offset are named in Missing.
+	Offset int64  `json:"offset"`
+	Data   string `json:"data"`
+	// Encoding is "base64" when the range is not valid UTF-8 text;
+	// empty means Data is the text itself.
+	Encoding string `json:"encoding,omitempty"`
+	// NextOffset is where the next page starts. Every byte between the
+	// requested offset and NextOffset is either in Data or in Missing.
+	NextOffset int64 `json:"next_offset"`
+	EOF        bool  `json:"eof"`
+	TotalBytes int64 `json:"total_bytes"`
+	// Missing names byte ranges that were not retained.
+	Missing []ByteRange `json:"missing,omitempty"`
+
+	raw []byte // the bytes of Data before encoding, for trimming
+}
+
+// Read returns a page of a finished action's stream. A negative offset, or
+// fromEnd, counts back from the end of the stream. limit <= 0 means
+// DefaultReadLimit; it is capped at MaxReadLimit. An unknown, expired or
+// malformed handle, or an unknown stream, is a *HandleError.
+func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit int) (*Page, error) {
+	a, st, err := s.lookup(handle, stream)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = DefaultReadLimit
+	}
+	limit = min(limit, MaxReadLimit)
+	total := st.meta.Total
+	start := offset
+	if fromEnd || offset < 0 {
+		start = total - abs64(offset)
+	}
+	start = min(max(start, 0), total)
+	p := &Page{Handle: a.handle, Stream: stream, Offset: start, NextOffset: start, TotalBytes: total}
+	retained, _ := st.retained()
+	// Find the retained range at or after start.
+	var r *ByteRange
+	for i := range retained {
+		if retained[i].End > start {
+			r = &retained[i]
+			break
+		}
+	}
+	if r == nil {
+		if start < total {
+			p.Missing = []ByteRange{{start, total}}
+		}
+		p.NextOffset, p.EOF = total, true
+		return p, nil
+	}
+	if r.Start > start {
+		p.Missing = append(p.Missing, ByteRange{start, r.Start})
+		start = r.Start
+	}
+	end := min(r.End, start+int64(limit))
+	buf := make([]byte, end-start)
+	if err := st.readAt(a.dir, buf, start); err != nil {
+		return nil, err
+	}
+	// Keep whole characters: begin at the character that start falls in
+	// when it is retained, and leave a cut one for the next page.
+	if back := runeStartBack(st, a.dir, buf, start, r.Start); len(back) > 0 {
+		start -= int64(len(back))
+		buf = append(back, buf...)
+	}
+	if end < r.End {
+		buf = trimToRuneEnd(buf)
+		if len(buf) == 0 {
+			// A limit smaller than one character: give it whole anyway.
+			buf = make([]byte, min(r.End-start, utf8.UTFMax))
+			if err := st.readAt(a.dir, buf, start); err != nil {
+				return nil, err
+			}
+			buf = trimToRuneEnd(buf)
+		}
+	}
+	p.Offset = start
+	p.setData(buf)
+	p.NextOffset = start + int64(len(buf))
+	if p.NextOffset == r.End && r.End < total {
+		// Report the gap after this range now, so that no page skips it.
+		next := total
+		for _, q := range retained {
+			if q.Start >= r.End {
+				next = q.Start
+				break
+			}
+		}
+		if next > r.End {
+			p.Missing = append(p.Missing, ByteRange{r.End, next})
+		}
+		p.NextOffset = next
+	}
+	p.EOF = p.NextOffset >= total
+	return p, nil
+}
+
+// runeStartBack returns the up to 3 retained bytes before start that begin
+// the character start falls in, or nil.
+func runeStartBack(st *spoolStream, dir string, buf []byte, start, rangeStart int64) []byte {
+	if len(buf) == 0 || utf8.RuneStart(buf[0]) {
+		return nil
+	}
+	n := min(start-rangeStart, utf8.UTFMax-1)
+	if n <= 0 {
+		return nil
+	}
+	back := make([]byte, n)
+	if st.readAt(dir, back, start-n) != nil {
+		return nil
+	}
+	for i := len(back) - 1; i >= 0; i-- {
+		if utf8.RuneStart(back[i]) {
+			return back[i:]
+		}
+	}
+	return nil
+}
+
+func (p *Page) setData(b []byte) {
+	p.raw = b
+	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		p.Data, p.Encoding = string(b), ""
+		return
+	}
+	p.Data, p.Encoding = base64.StdEncoding.EncodeToString(b), "base64"
+}
+
+// readAt reads retained stream bytes [off, off+len(b)) from the file.
+func (st *spoolStream) readAt(dir string, b []byte, off int64) error {
+	f, err := os.Open(filepath.Join(dir, st.meta.Name+spoolStreamFileSuffix))
+	if err != nil {
+		return fmt.Errorf("read spooled %s: %w", st.meta.Name, err)
+	}
+	defer f.Close()
+	for len(b) > 0 {
+		pos := st.fileOffset(off)
+		n := len(b)
+		if off >= st.meta.HeadCap {
+			// Stop at the end of the ring; the rest wraps to its start.
+			n = int(min(int64(n), st.meta.HeadCap+st.meta.TailCap-pos))
+		} else {
+			n = int(min(int64(n), st.meta.HeadCap-off))
+		}
+		if _, err := f.ReadAt(b[:n], pos); err != nil && err != io.EOF {
+			return fmt.Errorf("read spooled %s: %w", st.meta.Name, err)
+		}
+		b = b[n:]
+		off += int64(n)
+	}
+	return nil
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// SearchResult is the search_output result.
+type SearchResult struct {
+	Handle  string        `json:"handle"`
+	Stream  string        `json:"stream"`
+	Matches []SearchMatch `json:"matches"`
+	// Truncated reports that the search stopped before the end of the
+	// retained data; Reason says why ("max_matches" or "time_limit").
+	Truncated bool   `json:"truncated"`
+	Reason    string `json:"reason,omitempty"`
+	// Missing names byte ranges that were not retained, so not searched.
+	Missing []ByteRange `json:"missing,omitempty"`
+}
+
+// SearchMatch is one matching line.
+type SearchMatch struct {
+	// Offset is the stream offset where the match starts.
+	Offset int64 `json:"offset"`
+	// Line is the 1-based line number of the match in the whole stream.
+	Line int64 `json:"line"`
+	// Text is a short snippet of the line around the match.
+	Text string `json:"text"`
+}
+
+// PatternError is a search pattern that is not a valid RE2 expression.
+type PatternError struct {
+	Err error
+}
+
+func (e *PatternError) Error() string { return "invalid search pattern: " + e.Err.Error() }
+func (e *PatternError) Unwrap() error { return e.Err }
+
+// Search runs the RE2 pattern over each retained line of a finished
+// action's stream, reporting at most maxMatches matching lines (<= 0 means
+// DefaultMaxMatches; capped at MaxMatches), at most one per line, and stops
+// after SearchTimeLimit or when ctx ends. Errors are *HandleError or
+// *PatternError.
+func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxMatches int) (*SearchResult, error) {
+	if len(pattern) > MaxPatternBytes {
+		return nil, &PatternError{Err: fmt.Errorf("longer than %d bytes", MaxPatternBytes)}
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, &PatternError{Err: err}
+	}
+	a, st, err := s.lookup(handle, stream)
+	if err != nil {
+		return nil, err
+	}
+	if maxMatches <= 0 {
+		maxMatches = DefaultMaxMatches
+	}
+	maxMatches = min(maxMatches, MaxMatches)
+	ctx, cancel := context.WithTimeoutCause(ctx, SearchTimeLimit, errSearchTime)
+	defer cancel()
+
+	res := &SearchResult{Handle: a.handle, Stream: stream, Matches: []SearchMatch{}}
+	retained, _ := st.retained()
+	res.Missing = gaps(retained, st.meta.Total)
+	for _, r := range retained {
+		buf := make([]byte, r.End-r.Start)
+		if err := st.readAt(a.dir, buf, r.Start); err != nil {
+			return nil, err
+		}
+		// The line number at r.Start is one more than the newlines before
+		// it; a range that does not start the stream runs to its end.
+		line := int64(1)
+		if r.Start > 0 {
+			line += st.meta.Newlines - int64(bytes.Count(buf, []byte{'\n'}))
+		}
+		if stop := searchRange(ctx, re, buf, r.Start, line, maxMatches, res); stop != "" {
+			res.Truncated, res.Reason = true, stop
+			break
+		}
+	}
+	return res, nil
+}
+
+var errSearchTime = fmt.Errorf("search took longer than %v", SearchTimeLimit)
+
+// searchRange appends the matches in buf, which starts at stream offset
+// base on line number line. It returns why it stopped early, or "".
+func searchRange(ctx context.Context, re *regexp.Regexp, buf []byte, base, line int64, maxMatches int, res *SearchResult) string {
+	for ls, n := 0, 0; ls < len(buf); n++ {
+		if n%256 == 0 && ctx.Err() != nil {
+			return "time_limit"
+		}
+		le := bytes.IndexByte(buf[ls:], '\n')
+		if le < 0 {
+			le = len(buf)
+		} else {
+			le += ls
+		}
+		if loc := re.FindIndex(buf[ls:le]); loc != nil {
+			if len(res.Matches) == maxMatches {
+				return "max_matches"
+			}
+			ms := ls + loc[0]
+			from := ms - min(snippetBefore, ms-ls)
+			to := min(le, from+snippetBytes)
+			snippet := trimToRuneEnd(trimToRuneStart(buf[from:to]))
+			res.Matches = append(res.Matches, SearchMatch{
+				Offset: base + int64(ms),
+				Line:   line,
+				Text:   string(bytes.ToValidUTF8(snippet, []byte("\uFFFD"))),
+			})
+		}
+		ls = le + 1
+		line++
+	}
+	return ""
+}
+
+// gaps returns the parts of [0, total) outside the sorted ranges rs.
+func gaps(rs []ByteRange, total int64) []ByteRange {
+	var out []ByteRange
+	at := int64(0)
+	for _, r := range rs {
+		if r.Start > at {
+			out = append(out, ByteRange{at, r.Start})
+		}
+		at = r.End
+	}
+	if at < total {
+		out = append(out, ByteRange{at, total})
+	}
+	return out
+}
