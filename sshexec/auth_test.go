@@ -115,4 +115,3 @@ func startAgent(t *testing.T, key []byte) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-

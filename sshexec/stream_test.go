@@ -218,4 +218,3 @@ func TestPTY(t *testing.T) {
 		t.Errorf("got stdout %q, stderr %q; want both lines on stdout, with CRLF", out.stdout, out.stderr)
 	}
 }
-
