@@ -301,11 +301,11 @@ func redactedURL(u *url.URL) string {
 
 func (e *Endpoint) timeout(asked time.Duration) time.Duration {
 	t := orDefault(e.Timeout, DefaultTimeout)
-	limit := max(orDefault(e.MaxTimeout, DefaultMaxTimeout), t)
+	limit := orDefault(e.MaxTimeout, max(DefaultMaxTimeout, t))
 	if asked > 0 {
-		t = min(asked, limit)
+		t = asked
 	}
-	return t
+	return min(t, limit)
 }
 
 func orDefault[T int | int64 | time.Duration](v, def T) T {

@@ -1,0 +1,443 @@
+package httpact
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// scripted answers the n-th request (from 1) with steps[n-1], repeating the
+// last step, and records each request body.
+type scripted struct {
+	steps []func(w http.ResponseWriter)
+	n     atomic.Int32
+	mu    sync.Mutex
+	body  []string
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := int(s.n.Add(1))
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.body = append(s.body, string(b))
+	s.mu.Unlock()
+	s.steps[min(n, len(s.steps))-1](w)
+	fmt.Fprintf(w, "attempt %d", n)
+}
+
+func status(code int, header ...string) func(w http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(code)
+	}
+}
+
+func TestRetries(t *testing.T) {
+	tests := []struct {
+		name         string
+		req          Request
+		retry        RetryPolicy
+		steps        []func(http.ResponseWriter)
+		wantAttempts int
+		wantStatus   int
+		minElapsed   time.Duration
+		maxElapsed   time.Duration
+	}{
+		{"GET 503 with Retry-After", Request{Method: "GET"}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "1"), status(200)}, 2, 200, 900 * time.Millisecond, 10 * time.Second},
+		{"GET 503 to the end returns the last response", Request{Method: "GET"}, RetryPolicy{MaxAttempts: 3},
+			[]func(http.ResponseWriter){status(503)}, 3, 503, 0, 5 * time.Second},
+		{"GET 429", Request{Method: "GET"}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(429), status(200)}, 2, 200, 0, 5 * time.Second},
+		{"GET 501 not retried", Request{Method: "GET"}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(501), status(200)}, 1, 501, 0, 5 * time.Second},
+		{"GET 404 not retried", Request{Method: "GET"}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(404), status(200)}, 1, 404, 0, 5 * time.Second},
+		{"POST 503 not retried", Request{Method: "POST", Body: []byte("x")}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0, 5 * time.Second},
+		{"POST with Idempotency-Key retried", Request{Method: "POST", Body: []byte("x"), Headers: map[string]string{"Idempotency-Key": "k1"}}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(503), status(200)}, 2, 200, 0, 5 * time.Second},
+		{"PUT body replayed", Request{Method: "PUT", Body: []byte(`{"a":1}`), JSON: true}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(502), status(500), status(201)}, 3, 201, 0, 5 * time.Second},
+		{"retries disabled", Request{Method: "GET"}, RetryPolicy{MaxAttempts: 1},
+			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0, 5 * time.Second},
+		{"Retry-After capped", Request{Method: "GET"}, RetryPolicy{RetryAfterMax: 50 * time.Millisecond},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "3600"), status(200)}, 2, 200, 40 * time.Millisecond, 5 * time.Second},
+		{"Retry-After date", Request{Method: "GET"}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(429, "Retry-After", time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)), status(200)}, 2, 200, 0, 5 * time.Second},
+		{"Retry-After past the deadline returns the answer", Request{Method: "GET", Timeout: 2 * time.Second}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "20"), status(200)}, 1, 503, 0, 1500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scripted{steps: tt.steps}
+			srv := httptest.NewServer(s)
+			defer srv.Close()
+			c, logs := newTestClient(t)
+			e := testEndpoint(srv, bearer())
+			e.Retry = tt.retry
+			e.Retry.WaitMin, e.Retry.WaitMax = time.Millisecond, 5*time.Millisecond
+			var body bytes.Buffer
+			start := time.Now()
+			res, err := c.Do(context.Background(), e, tt.req, &body)
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Attempts != tt.wantAttempts || int(s.n.Load()) != tt.wantAttempts || res.HTTPStatus != tt.wantStatus {
+				t.Errorf("attempts %d (server saw %d), status %d (%s); want %d attempts, status %d",
+					res.Attempts, s.n.Load(), res.HTTPStatus, res.Reason, tt.wantAttempts, tt.wantStatus)
+			}
+			if want := fmt.Sprintf("attempt %d", tt.wantAttempts); body.String() != want {
+				t.Errorf("body %q; want the last response %q", body.String(), want)
+			}
+			if elapsed < tt.minElapsed || elapsed > tt.maxElapsed {
+				t.Errorf("took %v; want between %v and %v", elapsed, tt.minElapsed, tt.maxElapsed)
+			}
+			for i, b := range s.body {
+				if b != string(tt.req.Body) {
+					t.Errorf("attempt %d sent body %q; want %q", i+1, b, tt.req.Body)
+				}
+			}
+			checkNoSecret(t, logs, res)
+		})
+	}
+}
+
+func TestRetryConnectionError(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close() // no response at all
+		}
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		method string
+		want   int
+	}{{"GET", 3}, {"POST", 1}} {
+		t.Run(tt.method, func(t *testing.T) {
+			hits.Store(0)
+			c, logs := newTestClient(t)
+			e := testEndpoint(srv, Auth{Kind: AuthQuery, Param: "api_key", Token: []byte(testToken)})
+			res, err := c.Do(context.Background(), e, Request{Method: tt.method, Path: "/x", Query: map[string][]string{"page": {"2"}}}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != StatusFailed || res.Attempts != tt.want || int(hits.Load()) != tt.want {
+				t.Errorf("%s after %d attempts (server saw %d): %s; want failed after %d", res.Status, res.Attempts, hits.Load(), res.Reason, tt.want)
+			}
+			if !strings.Contains(res.Reason, "/api/x") {
+				t.Errorf("reason %q does not name the path", res.Reason)
+			}
+			checkNoSecret(t, logs, res)
+		})
+	}
+}
+
+// signalWriter reports its first write and counts bytes.
+type signalWriter struct {
+	once  sync.Once
+	first chan struct{}
+	n     atomic.Int64
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(len(p)))
+	w.once.Do(func() { close(w.first) })
+	return len(p), nil
+}
+
+// TestCancel cancels a request while it waits for headers, while it reads
+// the body and while it waits between retries; each must end at once as
+// cancelled with the cause, and a second request must then complete.
+func TestCancel(t *testing.T) {
+	arrived := make(chan struct{}, 8)
+	hold := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/headers", func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		hold(w, r)
+	})
+	mux.HandleFunc("/api/body", func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("x"), 4096))
+		http.NewResponseController(w).Flush()
+		hold(w, r)
+	})
+	mux.HandleFunc("/api/backoff", func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		w.Header().Set("Retry-After", "20")
+		w.WriteHeader(503)
+	})
+	mux.HandleFunc("/api/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, logs := newTestClient(t)
+	e := testEndpoint(srv, bearer())
+	e.Retry.RetryAfterMax = time.Minute
+	e.Timeout = time.Minute
+
+	tests := []struct {
+		path      string
+		trigger   func(w *signalWriter) <-chan struct{}
+		wantBytes bool
+	}{
+		{"/headers", func(*signalWriter) <-chan struct{} { return arrived }, false},
+		{"/body", func(w *signalWriter) <-chan struct{} { return w.first }, true},
+		{"/backoff", func(*signalWriter) <-chan struct{} {
+			ch := make(chan struct{})
+			go func() { <-arrived; time.Sleep(100 * time.Millisecond); close(ch) }()
+			return ch
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimPrefix(tt.path, "/"), func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			w := &signalWriter{first: make(chan struct{})}
+			trig := tt.trigger(w)
+			var cancelledAt time.Time
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				<-trig
+				cancelledAt = time.Now()
+				cancel(errors.New("stopped by the user"))
+			}()
+			res, err := c.Do(ctx, e, Request{Method: "GET", Path: tt.path}, w)
+			ended := time.Now()
+			<-done
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != StatusCancelled || res.Reason != "stopped by the user" {
+				t.Errorf("got %s %q; want cancelled with the cause", res.Status, res.Reason)
+			}
+			if lag := ended.Sub(cancelledAt); lag > 2*time.Second {
+				t.Errorf("Do returned %v after the cancel; want at once", lag)
+			}
+			if tt.wantBytes && (res.BodyBytes < 4096 || res.HTTPStatus != 200) {
+				t.Errorf("body bytes %d, status %d; want the 4096 bytes read before the cancel", res.BodyBytes, res.HTTPStatus)
+			}
+			if tt.path == "/backoff" && res.Attempts != 1 {
+				t.Errorf("attempts %d; want 1", res.Attempts)
+			}
+
+			var body bytes.Buffer
+			res, err = c.Do(context.Background(), e, Request{Method: "GET", Path: "/ok"}, &body)
+			if err != nil || res.Status != StatusOK || body.String() != "ok" {
+				t.Errorf("second request: %+v, %v, %q; want ok", res, err, body.String())
+			}
+		})
+	}
+	checkNoSecret(t, logs, nil)
+}
+
+func TestTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t)
+	e := testEndpoint(srv, bearer())
+	e.MaxTimeout = 300 * time.Millisecond
+
+	start := time.Now()
+	res, err := c.Do(context.Background(), e, Request{Method: "GET", Timeout: time.Hour}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusTimeout || res.Reason != "request timed out after 300ms" || time.Since(start) > 5*time.Second {
+		t.Errorf("got %s %q after %v; want a timeout capped at 300ms", res.Status, res.Reason, time.Since(start))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	res, err = c.Do(ctx, e, Request{Method: "GET"}, io.Discard)
+	if err != nil || res.Status != StatusTimeout {
+		t.Errorf("caller deadline: %+v, %v; want timeout", res, err)
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	var finished sync.WaitGroup
+	var wrote atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		finished.Add(1)
+		defer finished.Done()
+		n, _ := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+		chunk := bytes.Repeat([]byte("y"), 32<<10)
+		var sent int64
+		for sent < n {
+			m, err := w.Write(chunk[:min(int64(len(chunk)), n-sent)])
+			sent += int64(m)
+			if err != nil {
+				break
+			}
+		}
+		wrote.Store(sent)
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t)
+	const limit = 100 << 10
+	tests := []struct {
+		name   string
+		n      int64
+		status Status
+		bytes  int64
+	}{
+		{"under", limit - 1, StatusOK, limit - 1},
+		{"exactly", limit, StatusOK, limit},
+		{"one over", limit + 1, StatusBodyLimit, limit},
+		{"far over is abandoned", 1 << 30, StatusBodyLimit, limit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := testEndpoint(srv, bearer())
+			e.MaxResponseBody = limit
+			var w signalWriter
+			w.first = make(chan struct{})
+			start := time.Now()
+			res, err := c.Do(context.Background(), e, Request{Method: "GET", Query: map[string][]string{"n": {fmt.Sprint(tt.n)}}}, &w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.status || res.BodyBytes != tt.bytes || w.n.Load() != tt.bytes || res.BodyCut != (tt.status == StatusBodyLimit) {
+				t.Errorf("got %s, %d bytes (writer %d), cut %v; want %s, %d bytes", res.Status, res.BodyBytes, w.n.Load(), res.BodyCut, tt.status, tt.bytes)
+			}
+			if tt.n == 1<<30 {
+				finished.Wait() // the handler stops once its writes fail
+				if sent := wrote.Load(); sent >= tt.n {
+					t.Errorf("server sent all %d bytes; want the request abandoned", sent)
+				}
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("abandoning took %v", d)
+				}
+			}
+		})
+	}
+}
+
+// TestLargeBodyBoundedMemory streams 1 GiB through Do and checks that the
+// process's peak RSS grows by far less.
+func TestLargeBodyBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1 GiB transfer skipped in -short")
+	}
+	const size = 1 << 30
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		chunk := bytes.Repeat([]byte("z"), 256<<10)
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t)
+	e := testEndpoint(srv, bearer())
+	e.MaxResponseBody = 2 << 30
+
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset peak RSS: %v", err)
+	}
+	before := peakRSS(t)
+	var w signalWriter
+	w.first = make(chan struct{})
+	res, err := c.Do(context.Background(), e, Request{Method: "GET"}, &w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusOK || res.BodyBytes != size || res.BodyCut {
+		t.Fatalf("got %s, %d bytes, cut %v (%s); want ok with 1 GiB", res.Status, res.BodyBytes, res.BodyCut, res.Reason)
+	}
+	growth := peakRSS(t) - before
+	t.Logf("1 GiB in %v, peak RSS growth %d KiB", res.Duration, growth>>10)
+	if growth > 64<<20 {
+		t.Errorf("peak RSS grew by %d MiB; want under 64 MiB", growth>>20)
+	}
+}
+
+// peakRSS reads VmHWM from /proc/self/status, in bytes.
+func peakRSS(t *testing.T) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Skip("no VmHWM in /proc/self/status")
+	return 0
+}
+
+func TestResponseHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("X-Request-Id", "req-1")
+		h.Set("Set-Cookie", "session="+testToken)
+		h.Add("X-RateLimit-Remaining", "41")
+		h.Add("Etag", `"v1"`)
+		h.Add("Etag", `"v2"`)
+		io.WriteString(w, r.Header.Get("Content-Type")+"|"+r.Header.Get("User-Agent"))
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t)
+	e := testEndpoint(srv, bearer())
+
+	var body bytes.Buffer
+	res, err := c.Do(context.Background(), e, Request{Method: "POST", Body: []byte(`{"a":1}`), JSON: true}, &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"content-type": "application/json", "content-length": fmt.Sprint(body.Len()), "x-request-id": "req-1", "etag": `"v1", "v2"`}
+	if fmt.Sprint(res.Headers) != fmt.Sprint(want) {
+		t.Errorf("headers %v; want %v", res.Headers, want)
+	}
+	if body.String() != "application/json|actiongw" {
+		t.Errorf("server saw content type and agent %q; want application/json|actiongw", body.String())
+	}
+
+	e.ResponseHeaders = []string{"X-RateLimit-*"}
+	res, err = c.Do(context.Background(), e, Request{Method: "GET", Headers: map[string]string{"Content-Type": "text/plain", "User-Agent": "agent/1"}}, &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"x-ratelimit-remaining": "41"}; fmt.Sprint(res.Headers) != fmt.Sprint(want) {
+		t.Errorf("headers %v; want %v", res.Headers, want)
+	}
+}
