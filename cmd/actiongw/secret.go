@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"golang.org/x/term"
+
+	"github.com/actiongw/actiongw/secrets"
+)
+
+const secretUsage = `Usage:
+  actiongw secret set NAME             store a secret: typed at a prompt that does not
+                                       echo, or read from stdin when stdin is not a terminal
+  actiongw secret delete NAME          remove a secret
+  actiongw secret list [-config PATH]  the secrets the config names, and which are stored
+
+Secrets live in the OS keyring under the service "actiongw"; no command prints
+a value. From stdin, one trailing newline is dropped from a one-line value (a
+token); a multi-line value (a key file) is stored byte for byte.
+
+Examples:
+  actiongw secret set web1-deploy-key < ~/.ssh/id_ed25519
+  actiongw secret set github-token
+`
+
+// keyring is the OS keyring under actiongw's service name.
+var keyring secrets.Keyring
+
+// secret runs `actiongw secret set|delete|list`.
+func (c *cli) secret(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, secretUsage)
+		return &usageError{"secret: no subcommand given"}
+	}
+	switch args[0] {
+	case "set":
+		return c.secretSet(ctx, args[1:])
+	case "delete":
+		return c.secretDelete(ctx, args[1:])
+	case "list":
+		return c.secretList(ctx, args[1:])
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, secretUsage)
+		return nil
+	}
+	return &usageError{fmt.Sprintf("secret: unknown subcommand %q (want set, delete or list)", args[0])}
+}
+
+func (c *cli) secretSet(ctx context.Context, args []string) error {
+	name, err := c.secretName("set", args)
+	if err != nil {
+		return err
+	}
+	value, err := c.readSecret(name)
+	if err != nil {
+		return fmt.Errorf("secret set: %w", err)
+	}
+	defer clear(value)
+	if len(value) == 0 {
+		return fmt.Errorf("secret set: the value is empty; nothing stored")
+	}
+	if err := keyring.Set(ctx, name, value); err != nil {
+		return fmt.Errorf("secret set: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "stored secret %q (%d bytes) in the OS keyring\n", name, len(value))
+	return nil
+}
+
+func (c *cli) secretDelete(ctx context.Context, args []string) error {
+	name, err := c.secretName("delete", args)
+	if err != nil {
+		return err
+	}
+	err = keyring.Delete(ctx, name)
+	var nf *secrets.NotFoundError
+	if errors.As(err, &nf) {
+		return fmt.Errorf("secret delete: there is no secret %q in the keyring", name)
+	}
+	if err != nil {
+		return fmt.Errorf("secret delete: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "deleted secret %q from the OS keyring\n", name)
+	return nil
+}
+
+func (c *cli) secretList(ctx context.Context, args []string) error {
+	fs := c.flags("secret list", "secret list [-config PATH]")
+	configPath := fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	cfg, err := c.loadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	names := cfg.SecretNames()
+	if len(names) == 0 {
+		fmt.Fprintln(c.stdout, "the config names no secrets")
+		return nil
+	}
+	stored, err := lookupSecrets(ctx, names)
+	if err != nil {
+		return fmt.Errorf("secret list: %w", err)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS")
+	missing := 0
+	for _, name := range names {
+		status := "stored"
+		if !stored[name] {
+			status, missing = "missing", missing+1
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", name, status)
+	}
+	tw.Flush()
+	if missing > 0 {
+		fmt.Fprintln(c.stdout, "store a missing secret with: actiongw secret set NAME")
+	}
+	return nil
+}
+
+// secretRows gives check one row per secret the config names, failed when
+// the keyring does not hold it. When the keyring itself cannot be read, a
+// single "keyring" row says why and the secrets are not checked.
+func (c *cli) secretRows(ctx context.Context, names []string) []checkRow {
+	stored, err := lookupSecrets(ctx, names)
+	if err != nil {
+		return []checkRow{{item: "keyring", err: err}}
+	}
+	rows := make([]checkRow, 0, len(names))
+	for _, name := range names {
+		r := checkRow{item: "secret " + name, detail: "stored in the keyring"}
+		if !stored[name] {
+			r.err = &secrets.NotFoundError{Name: name}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// lookupSecrets reports which of names the keyring holds. An error is about
+// the keyring as a whole (no Secret Service, a locked keyring): it ends the
+// lookup, since every other name would fail the same way.
+func lookupSecrets(ctx context.Context, names []string) (map[string]bool, error) {
+	stored := make(map[string]bool, len(names))
+	for _, name := range names {
+		ok, err := keyring.Present(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		stored[name] = ok
+	}
+	return stored, nil
+}
+
+// secretName parses the arguments of set and delete: exactly one NAME.
+func (c *cli) secretName(sub string, args []string) (string, error) {
+	fs := c.flags("secret "+sub, "secret "+sub+" NAME")
+	if err := parse(fs, args, 1); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		return "", &usageError{fmt.Sprintf("secret %s: want a NAME", sub)}
+	}
+	name := fs.Arg(0)
+	if err := secrets.CheckName(name); err != nil {
+		return "", &usageError{fmt.Sprintf("secret %s: %v", sub, err)}
+	}
+	return name, nil
+}
+
+// readSecret reads a value from a terminal without echo, or else all of
+// stdin.
+func (c *cli) readSecret(name string) ([]byte, error) {
+	if f, ok := c.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(c.stderr, "value for secret %q (typing is not shown): ", name)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(c.stderr)
+		if err != nil {
+			return nil, fmt.Errorf("reading the value from the terminal: %w", err)
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(c.stdin, secrets.MaxValueBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the value from stdin: %w", err)
+	}
+	if len(b) > secrets.MaxValueBytes {
+		clear(b)
+		return nil, fmt.Errorf("stdin holds more than %d bytes, the largest secret", secrets.MaxValueBytes)
+	}
+	return trimNewline(b), nil
+}
+
+// trimNewline drops the one newline (LF or CRLF) that echo and editors put
+// after a one-line value, such as a token. A multi-line value, such as a PEM
+// key whose format ends in a newline, is kept byte for byte.
+func trimNewline(b []byte) []byte {
+	line, ok := bytes.CutSuffix(b, []byte("\n"))
+	if !ok {
+		return b
+	}
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if bytes.ContainsAny(line, "\n") {
+		return b
+	}
+	return line
+}
