@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,43 @@ func TestStopBeforeStart(t *testing.T) {
 			}
 			assertPrompt(t, p, target(s))
 		})
+	}
+}
+
+// TestStopRoot stops a command of a root login, for which OpenSSH refuses
+// "signal" requests: the process group is killed from a second session.
+func TestStopRoot(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := target(s)
+	tg.User = "root"
+	dir := s.UserDir(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := p.Run(ctx, tg, Request{Command: fmt.Sprintf("echo $$ > %s/pid; sleep 1000", dir)})
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		done <- res
+	}()
+	pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 30*time.Second)
+	start := time.Now()
+	cancel(errTestCancel)
+	var res *Result
+	select {
+	case res = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return within 60s of the cancel")
+	}
+	t.Logf("cancel to result as root: %v", time.Since(start))
+	if res == nil || res.Status != StatusCancelled || res.RemoteStopped == nil || !*res.RemoteStopped {
+		t.Fatalf("got %+v; want cancelled, remote stopped", res)
+	}
+	if !sshtest.WaitGone(pid, 2*time.Second) {
+		t.Errorf("root's process %d still runs", pid)
+	}
+	if !strings.Contains(s.Log(), "refusing") && !strings.Contains(s.Log(), "signal") {
+		t.Logf("sshd log does not mention the refused signal:\n%s", s.Log())
 	}
 }
