@@ -53,10 +53,12 @@ func (m *Metrics) Snapshot() Snapshot {
 	}
 }
 
-// NoteWrite records one frame of n bytes written to stdout, which took d
-// (the time the write was blocked, as far as the writer can tell).
-func (m *Metrics) NoteWrite(n int, d time.Duration) {
-	m.FramesOut.Add(1)
+// NoteWrite records one write to stdout of n bytes that took d (the time
+// the writer was blocked in it); complete says whether a whole frame went out.
+func (m *Metrics) NoteWrite(n int, d time.Duration, complete bool) {
+	if complete {
+		m.FramesOut.Add(1)
+	}
 	m.StdoutBytes.Add(int64(n))
 	m.stdoutBlocked.Add(int64(d))
 }

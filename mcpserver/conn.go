@@ -1,0 +1,369 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/mcpserver/internal/wire"
+)
+
+const (
+	// writeQueueLen bounds the frames waiting for stdout. Handlers block in
+	// Write (honouring their context) when it is full; the reader never does.
+	writeQueueLen = 32
+	// blockedWarnAfter is how long one stdout write may take before the
+	// writer logs that the host is not reading.
+	blockedWarnAfter = 2 * time.Second
+	// methodCancelled is the MCP cancellation notification.
+	methodCancelled = "notifications/cancelled"
+)
+
+// codeInvalidRequest answers batches, frames over the wire limit and JSON
+// that is not a JSON-RPC message.
+const codeInvalidRequest = jsonrpc.CodeInvalidRequest
+
+// conn is the server's mcp.Connection over a byte stream pair. One goroutine
+// reads and frames the input, one goroutine owns the output; both are
+// started by newConn and stopped by shutdown.
+type conn struct {
+	in      io.Reader
+	out     io.Writer
+	fr      *wire.Reader
+	limit   int
+	metrics *wire.Metrics
+	log     *slog.Logger
+
+	incoming chan jsonrpc.Message // reader → Read
+	readDone chan struct{}        // closed when the reader goroutine ends
+	readErr  error                // why it ended; set before readDone closes
+
+	queue     chan outFrame // Write and reader → writer
+	writeDone chan struct{} // closed when the writer goroutine ends on an error
+	writeErr  error         // set before writeDone closes
+
+	closeOnce sync.Once
+	closed    chan struct{} // Close was called: no more messages either way
+	abortOnce sync.Once
+	aborted   chan struct{} // the session is being torn down from outside
+	abortErr  error
+
+	wg sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[jsonrpc.ID]*inflight // calls read whose response has not started
+}
+
+// inflight is one call from the host whose response has not begun to be
+// written. Entries are keyed by id; a repeated id while one is in flight
+// shares the entry (the SDK rejects the duplicate with a null-id error).
+type inflight struct {
+	cancelled bool
+}
+
+type outFrame struct {
+	data []byte
+	id   jsonrpc.ID // for a response to a tracked call
+	call *inflight  // nil unless data is such a response
+}
+
+func newConn(in io.Reader, out io.Writer, limit int, metrics *wire.Metrics, log *slog.Logger) *conn {
+	c := &conn{
+		in:        in,
+		out:       out,
+		fr:        wire.NewReader(in, limit, metrics),
+		limit:     limit,
+		metrics:   metrics,
+		log:       log,
+		incoming:  make(chan jsonrpc.Message),
+		readDone:  make(chan struct{}),
+		queue:     make(chan outFrame, writeQueueLen),
+		writeDone: make(chan struct{}),
+		closed:    make(chan struct{}),
+		aborted:   make(chan struct{}),
+		inflight:  make(map[jsonrpc.ID]*inflight),
+	}
+	c.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return c
+}
+
+// Connect lets conn serve as its own mcp.Transport.
+func (c *conn) Connect(context.Context) (mcp.Connection, error) { return c, nil }
+
+func (c *conn) SessionID() string { return "" }
+
+// Read returns the next message from the host. Errors about single frames
+// never reach here: the reader answers them itself and goes on.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case msg := <-c.incoming:
+		return msg, nil
+	case <-c.readDone:
+		return nil, c.readErr
+	case <-c.aborted:
+		return nil, c.abortErr
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write hands one message to the writer. A response to a call the host has
+// cancelled is dropped here, or later by the writer if the cancel arrives
+// while it waits in the queue; once its first byte is written it is sent
+// whole.
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding message: %w", err)
+	}
+	f := outFrame{data: append(data, '\n')}
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		c.mu.Lock()
+		call := c.inflight[resp.ID]
+		if call != nil && call.cancelled {
+			delete(c.inflight, resp.ID)
+			c.mu.Unlock()
+			c.dropped(resp.ID)
+			return nil
+		}
+		c.mu.Unlock()
+		f.id, f.call = resp.ID, call
+	}
+	select {
+	case c.queue <- f:
+		return nil
+	case <-ctx.Done():
+		c.forget(f)
+		return ctx.Err()
+	case <-c.writeDone:
+		return c.writeErr
+	case <-c.aborted:
+		return c.abortErr
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	}
+}
+
+// Close ends the connection for the SDK: Read returns io.EOF and Write
+// fails. The writer still flushes what was queued (see shutdown).
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+// abort tears the session down from outside (the server's context ended):
+// Read fails with err, and blocked reads and writes are interrupted where
+// the streams allow deadlines.
+func (c *conn) abort(err error) {
+	c.abortOnce.Do(func() {
+		c.abortErr = err
+		close(c.aborted)
+		past := time.Unix(1, 0)
+		if d, ok := c.in.(interface{ SetReadDeadline(time.Time) error }); ok {
+			_ = d.SetReadDeadline(past)
+		}
+		if d, ok := c.out.(interface{ SetWriteDeadline(time.Time) error }); ok {
+			_ = d.SetWriteDeadline(past)
+		}
+	})
+}
+
+// shutdown stops both goroutines and waits for them. The writer first
+// flushes the queue unless the session was aborted.
+func (c *conn) shutdown() {
+	c.Close()
+	if d, ok := c.in.(interface{ SetReadDeadline(time.Time) error }); ok {
+		_ = d.SetReadDeadline(time.Unix(1, 0))
+	}
+	c.wg.Wait()
+}
+
+func (c *conn) forget(f outFrame) {
+	if f.call == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.inflight[f.id] == f.call {
+		delete(c.inflight, f.id)
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) dropped(id jsonrpc.ID) {
+	c.metrics.ResponsesDropped.Add(1)
+	c.log.Debug("dropped the response to a cancelled request", "id", id.Raw())
+}
+
+func (c *conn) readLoop() {
+	defer c.wg.Done()
+	defer close(c.readDone)
+	for {
+		frame, err := c.fr.Next()
+		if err != nil {
+			var oe *wire.OversizeError
+			if errors.As(err, &oe) {
+				c.log.Warn("discarded an oversize frame", "bytes", oe.Size, "max_frame_bytes", oe.Limit)
+				c.reply(codeInvalidRequest,
+					fmt.Sprintf("frame of %d bytes exceeds max_frame_bytes (%d) and was discarded", oe.Size, oe.Limit),
+					map[string]int64{"max_frame_bytes": int64(oe.Limit), "frame_bytes": oe.Size})
+				continue
+			}
+			c.readErr = err
+			return
+		}
+		msg, ok := c.decode(frame)
+		if !ok {
+			continue
+		}
+		c.track(msg)
+		select {
+		case c.incoming <- msg:
+		case <-c.closed:
+			c.readErr = io.EOF
+			return
+		case <-c.aborted:
+			c.readErr = c.abortErr
+			return
+		}
+	}
+}
+
+// decode parses one frame, answering it with an error if it is not a single
+// JSON-RPC message.
+func (c *conn) decode(frame []byte) (jsonrpc.Message, bool) {
+	msg, err := jsonrpc.DecodeMessage(frame)
+	if err == nil {
+		return msg, true
+	}
+	c.metrics.ParseErrors.Add(1)
+	switch {
+	case !json.Valid(frame):
+		c.log.Warn("malformed JSON frame", "bytes", len(frame))
+		c.reply(jsonrpc.CodeParseError, "parse error: the frame is not valid JSON", nil)
+	case bytes.HasPrefix(bytes.TrimLeft(frame, " \t"), []byte("[")):
+		c.log.Warn("JSON-RPC batch rejected", "bytes", len(frame))
+		c.reply(codeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", nil)
+	default:
+		c.log.Warn("invalid JSON-RPC message", "bytes", len(frame), "error", err)
+		c.reply(codeInvalidRequest, "invalid request: "+err.Error(), nil)
+	}
+	return nil, false
+}
+
+// track records calls in flight and acts on cancellations at once, in the
+// reader, so a cancel counts even while every handler and the writer are
+// stuck.
+func (c *conn) track(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	if req.IsCall() {
+		c.mu.Lock()
+		if c.inflight[req.ID] == nil {
+			c.inflight[req.ID] = &inflight{}
+		}
+		c.mu.Unlock()
+		return
+	}
+	if req.Method != methodCancelled {
+		return
+	}
+	c.metrics.CancelsReceived.Add(1)
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return
+	}
+	c.mu.Lock()
+	if call := c.inflight[id]; call != nil {
+		call.cancelled = true
+	}
+	c.mu.Unlock()
+	c.log.Debug("cancel received", "id", id.Raw())
+}
+
+// reply queues an error with a null id without ever blocking the reader:
+// with the queue full (stdout blocked), the answer is dropped and logged.
+func (c *conn) reply(code int64, message string, data any) {
+	select {
+	case c.queue <- outFrame{data: wire.ErrorFrame(code, message, data)}:
+	default:
+		c.log.Warn("write queue full; error reply not sent", "code", code)
+	}
+}
+
+func (c *conn) writeLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case f := <-c.queue:
+			if !c.writeFrame(f) {
+				return
+			}
+		case <-c.aborted:
+			return
+		case <-c.closed:
+			// Flush what handlers queued before the SDK closed us.
+			for {
+				select {
+				case f := <-c.queue:
+					if !c.writeFrame(f) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// writeFrame writes one frame, unless it answers a call cancelled while it
+// waited in the queue. It reports false once stdout has failed.
+func (c *conn) writeFrame(f outFrame) bool {
+	if f.call != nil {
+		c.mu.Lock()
+		cancelled := f.call.cancelled
+		if c.inflight[f.id] == f.call {
+			delete(c.inflight, f.id)
+		}
+		c.mu.Unlock()
+		if cancelled {
+			c.dropped(f.id)
+			return true
+		}
+	}
+	start := time.Now()
+	warn := time.AfterFunc(blockedWarnAfter, func() {
+		c.log.Warn("stdout write blocked: the host is not reading", "frame_bytes", len(f.data))
+	})
+	n, err := c.out.Write(f.data)
+	warn.Stop()
+	c.metrics.NoteWrite(n, time.Since(start), err == nil)
+	if err != nil {
+		c.writeErr = fmt.Errorf("writing stdout: %w", err)
+		close(c.writeDone)
+		c.log.Error("stdout write failed", "error", err)
+		return false
+	}
+	return true
+}

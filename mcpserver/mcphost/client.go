@@ -1,0 +1,490 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/mcpserver/internal/wire"
+)
+
+// ProtocolVersion is the MCP version Initialize asks for.
+const ProtocolVersion = "2025-11-25"
+
+// ErrClosed is returned for calls that cannot complete because the server's
+// stdout ended or the client was closed.
+var ErrClosed = errors.New("mcphost: connection closed")
+
+// Options configures a Client. Every zero value has a working default.
+type Options struct {
+	// MaxFrameBytes is the host's own wire limit for frames from the
+	// server; default 64 MiB. Longer lines are discarded and counted.
+	MaxFrameBytes int
+	// QueueLen bounds the notifications and server requests waiting for
+	// dispatch; default 256. When it is full the reader drops and counts
+	// them rather than stop reading.
+	QueueLen int
+	// CloseTimeout is how long Close waits for the server to exit after
+	// closing its stdin before killing it; default 5 s.
+	CloseTimeout time.Duration
+	// Logger receives the client's own logs; nil discards them.
+	Logger *slog.Logger
+	// Name and Version are sent as clientInfo; default "actiongw-host".
+	Name, Version string
+}
+
+// ProgressFunc receives the progress notifications of one call. It runs on
+// the dispatch goroutine, never on the reader.
+type ProgressFunc func(mcp.ProgressNotificationParams)
+
+// Metrics are the host's transport counters: "stdin" is the server's stdout
+// as read here, "stdout" the server's stdin as written here.
+// ResponsesDropped counts responses that matched no waiting call (such as a
+// late reply to a cancelled one).
+type Metrics struct {
+	wire.Snapshot
+	CancelsSent     int64 `json:"cancels_sent"`
+	DispatchDropped int64 `json:"dispatch_dropped"`
+}
+
+// Client is one running server process and its MCP session.
+type Client struct {
+	opts    Options
+	log     *slog.Logger
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  io.ReadCloser
+	gate    gate
+	metrics wire.Metrics
+
+	cancelsSent     atomic.Int64
+	dispatchDropped atomic.Int64
+	nextID          atomic.Int64
+
+	writeMu sync.Mutex
+
+	mu       sync.Mutex
+	pending  map[int64]*Pending
+	progress map[string]ProgressFunc
+
+	queue        chan *jsonrpc.Request // reader → dispatcher
+	readerDone   chan struct{}
+	dispatchDone chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts cmd, which must not have Stdin or Stdout set, and begins
+// reading its stdout. cmd.Stderr is left as the caller set it. The caller
+// must Close the client.
+func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if opts.MaxFrameBytes <= 0 {
+		opts.MaxFrameBytes = 64 << 20
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = 256
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = 5 * time.Second
+	}
+	if opts.Name == "" {
+		opts.Name = "actiongw-host"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("mcphost: starting server: %w", err)
+	}
+	c := &Client{
+		opts:         opts,
+		log:          log,
+		cmd:          cmd,
+		stdin:        stdin,
+		stdout:       stdout,
+		pending:      make(map[int64]*Pending),
+		progress:     make(map[string]ProgressFunc),
+		queue:        make(chan *jsonrpc.Request, opts.QueueLen),
+		readerDone:   make(chan struct{}),
+		dispatchDone: make(chan struct{}),
+	}
+	go c.readLoop()
+	go c.dispatchLoop()
+	return c, nil
+}
+
+// Pid is the server's process id.
+func (c *Client) Pid() int { return c.cmd.Process.Pid }
+
+// Pending is a call sent to the server whose response may not have arrived.
+type Pending struct {
+	c     *Client
+	id    int64
+	token string // progress token, if any
+	done  chan struct{}
+	resp  *jsonrpc.Response
+	err   error
+}
+
+// ID is the JSON-RPC id of the call, for Cancel.
+func (p *Pending) ID() int64 { return p.id }
+
+// Wait returns the call's result. A JSON-RPC error comes back as a
+// *jsonrpc.Error. If ctx ends first, Wait sends a cancel for the call and
+// returns the context's error.
+func (p *Pending) Wait(ctx context.Context) (json.RawMessage, error) {
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return nil, p.err
+		}
+		if p.resp.Error != nil {
+			return nil, p.resp.Error
+		}
+		return p.resp.Result, nil
+	case <-ctx.Done():
+		if err := p.c.Cancel(p.id, context.Cause(ctx).Error()); err != nil {
+			p.c.log.Debug("cancel not sent", "id", p.id, "error", err)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// WaitTool is Wait for a tools/call, decoding the result.
+func (p *Pending) WaitTool(ctx context.Context) (*mcp.CallToolResult, error) {
+	raw, err := p.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("mcphost: decoding tool result: %w", err)
+	}
+	return &res, nil
+}
+
+func (p *Pending) finish(resp *jsonrpc.Response, err error) {
+	p.resp, p.err = resp, err
+	close(p.done)
+}
+
+// Send writes a call and returns at once; Wait on the result.
+func (c *Client) Send(ctx context.Context, method string, params any) (*Pending, error) {
+	return c.send(ctx, method, func(int64) any { return params }, nil)
+}
+
+// send registers a call before writing it, so even an immediate response
+// finds its waiter. paramsFor may use the id (for a progress token).
+func (c *Client) send(ctx context.Context, method string, paramsFor func(id int64) any, progress ProgressFunc) (*Pending, error) {
+	id := c.nextID.Add(1)
+	p := &Pending{c: c, id: id, done: make(chan struct{})}
+	req, err := newRequest(int64ID(id), method, paramsFor(id))
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: encoding %s params: %w", method, err)
+	}
+	c.mu.Lock()
+	select {
+	case <-c.readerDone:
+		c.mu.Unlock()
+		return nil, ErrClosed
+	default:
+	}
+	c.pending[id] = p
+	if progress != nil {
+		p.token = progressToken(id)
+		c.progress[p.token] = progress
+	}
+	c.mu.Unlock()
+	if err := c.write(ctx, req); err != nil {
+		c.forget(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// Call sends a call and waits for its result; see Pending.Wait.
+func (c *Client) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	p, err := c.Send(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// Notify sends a notification.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	req, err := newRequest(jsonrpc.ID{}, method, params)
+	if err != nil {
+		return fmt.Errorf("mcphost: encoding %s params: %w", method, err)
+	}
+	return c.write(ctx, req)
+}
+
+// Initialize performs the MCP handshake.
+func (c *Client) Initialize(ctx context.Context) (*mcp.InitializeResult, error) {
+	raw, err := c.Call(ctx, "initialize", &mcp.InitializeParams{
+		ProtocolVersion: ProtocolVersion,
+		ClientInfo:      &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version},
+		Capabilities:    &mcp.ClientCapabilities{},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: initialize: %w", err)
+	}
+	var res mcp.InitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("mcphost: decoding initialize result: %w", err)
+	}
+	if err := c.Notify(ctx, "notifications/initialized", &mcp.InitializedParams{}); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// StartTool sends a tools/call and returns at once. progress, if not nil,
+// asks the server for progress notifications and receives them.
+func (c *Client) StartTool(ctx context.Context, name string, args any, progress ProgressFunc) (*Pending, error) {
+	return c.send(ctx, "tools/call", func(id int64) any {
+		params := map[string]any{"name": name, "arguments": args}
+		if progress != nil {
+			params["_meta"] = map[string]any{"progressToken": progressToken(id)}
+		}
+		return params
+	}, progress)
+}
+
+// CallTool calls a tool and waits for its result.
+func (c *Client) CallTool(ctx context.Context, name string, args any, progress ProgressFunc) (*mcp.CallToolResult, error) {
+	p, err := c.StartTool(ctx, name, args, progress)
+	if err != nil {
+		return nil, err
+	}
+	return p.WaitTool(ctx)
+}
+
+// Cancel tells the server to cancel call id and stops waiting for it: a
+// response that still arrives is counted as dropped, and Wait on the call
+// returns a cancellation error.
+func (c *Client) Cancel(id int64, reason string) error {
+	c.mu.Lock()
+	p := c.pending[id]
+	c.mu.Unlock()
+	if p != nil {
+		c.forget(p)
+		p.finish(nil, fmt.Errorf("mcphost: call %d cancelled: %s", id, reason))
+	}
+	c.cancelsSent.Add(1)
+	// The cancel must not wait on a caller's context that is already done.
+	return c.Notify(context.Background(), "notifications/cancelled", &mcp.CancelledParams{RequestID: id, Reason: reason})
+}
+
+// Metrics returns the current counters.
+func (c *Client) Metrics() Metrics {
+	return Metrics{
+		Snapshot:        c.metrics.Snapshot(),
+		CancelsSent:     c.cancelsSent.Load(),
+		DispatchDropped: c.dispatchDropped.Load(),
+	}
+}
+
+// PauseReading stops reading the server's stdout until ResumeReading, to
+// test what a server does when its host does not read. A read already in
+// progress completes.
+func (c *Client) PauseReading() { c.gate.pause() }
+
+// ResumeReading undoes PauseReading.
+func (c *Client) ResumeReading() { c.gate.resume() }
+
+// Close closes the server's stdin, waits for it to exit (killing it after
+// Options.CloseTimeout) and for the client's goroutines. It returns the
+// server's exit error, if any.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.gate.resume()
+		_ = c.stdin.Close()
+		timer := time.NewTimer(c.opts.CloseTimeout)
+		defer timer.Stop()
+		select {
+		case <-c.readerDone:
+		case <-timer.C:
+			c.log.Warn("server did not exit after stdin closed; killing it", "pid", c.Pid())
+			_ = c.cmd.Process.Kill()
+			<-c.readerDone
+		}
+		c.closeErr = c.cmd.Wait()
+		<-c.dispatchDone
+	})
+	return c.closeErr
+}
+
+func (c *Client) forget(p *Pending) {
+	c.mu.Lock()
+	if c.pending[p.id] == p {
+		delete(c.pending, p.id)
+	}
+	if p.token != "" {
+		delete(c.progress, p.token)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("mcphost: encoding message: %w", err)
+	}
+	data = append(data, '\n')
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	start := time.Now()
+	n, err := c.stdin.Write(data)
+	c.metrics.NoteWrite(n, time.Since(start), err == nil)
+	if err != nil {
+		return fmt.Errorf("mcphost: writing to server: %w", err)
+	}
+	return nil
+}
+
+// readLoop reads the server's stdout until it ends. It never waits on
+// anything but the pipe: responses go straight to their waiters, everything
+// else into the bounded dispatch queue or, when that is full, is dropped.
+func (c *Client) readLoop() {
+	defer close(c.readerDone)
+	defer close(c.queue)
+	fr := wire.NewReader(gatedReader{&c.gate, c.stdout}, c.opts.MaxFrameBytes, &c.metrics)
+	var readErr error
+	for {
+		frame, err := fr.Next()
+		if err != nil {
+			var oe *wire.OversizeError
+			if errors.As(err, &oe) {
+				c.log.Warn("discarded an oversize frame from the server", "bytes", oe.Size, "limit", oe.Limit)
+				continue
+			}
+			readErr = err
+			break
+		}
+		msg, err := jsonrpc.DecodeMessage(frame)
+		if err != nil {
+			c.metrics.ParseErrors.Add(1)
+			c.log.Warn("unparsable frame from the server", "bytes", len(frame), "error", err)
+			continue
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			c.deliver(m)
+		case *jsonrpc.Request:
+			if m.Method == "notifications/cancelled" {
+				c.metrics.CancelsReceived.Add(1)
+			}
+			select {
+			case c.queue <- m:
+			default:
+				c.dispatchDropped.Add(1)
+				c.log.Debug("dispatch queue full; message dropped", "method", m.Method)
+			}
+		}
+	}
+	if !errors.Is(readErr, io.EOF) {
+		c.log.Warn("reading server stdout", "error", readErr)
+	}
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = map[int64]*Pending{}
+	c.mu.Unlock()
+	for _, p := range pending {
+		p.finish(nil, ErrClosed)
+	}
+}
+
+func (c *Client) deliver(resp *jsonrpc.Response) {
+	id, _ := resp.ID.Raw().(int64)
+	c.mu.Lock()
+	p := c.pending[id]
+	c.mu.Unlock()
+	if p == nil || !resp.ID.IsValid() {
+		c.metrics.ResponsesDropped.Add(1)
+		c.log.Debug("response matched no waiting call", "id", resp.ID.Raw())
+		return
+	}
+	c.forget(p)
+	p.finish(resp, nil)
+}
+
+// dispatchLoop handles notifications and requests from the server, off the
+// reader, so a slow progress callback cannot stop the reading.
+func (c *Client) dispatchLoop() {
+	defer close(c.dispatchDone)
+	for req := range c.queue {
+		switch {
+		case req.Method == "notifications/progress":
+			var params mcp.ProgressNotificationParams
+			if json.Unmarshal(req.Params, &params) != nil {
+				continue
+			}
+			c.mu.Lock()
+			fn := c.progress[fmt.Sprint(params.ProgressToken)]
+			c.mu.Unlock()
+			if fn != nil {
+				fn(params)
+			}
+		case req.IsCall():
+			c.answer(req)
+		}
+	}
+}
+
+// answer replies to a request from the server: ping succeeds, anything else
+// is not supported by this host.
+func (c *Client) answer(req *jsonrpc.Request) {
+	resp := &jsonrpc.Response{ID: req.ID, Result: json.RawMessage("{}")}
+	if req.Method != "ping" {
+		resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not supported by this host: " + req.Method}}
+	}
+	if err := c.write(context.Background(), resp); err != nil {
+		c.log.Debug("reply to server request not sent", "method", req.Method, "error", err)
+	}
+}
+
+// newRequest builds a call, or a notification when id is the zero ID.
+func newRequest(id jsonrpc.ID, method string, params any) (*jsonrpc.Request, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonrpc.Request{ID: id, Method: method, Params: raw}, nil
+}
+
+// int64ID makes a JSON-RPC id the way the SDK decodes numbers, so that
+// responses compare equal.
+func int64ID(id int64) jsonrpc.ID {
+	jid, _ := jsonrpc.MakeID(float64(id))
+	return jid
+}
+
+func progressToken(id int64) string { return fmt.Sprintf("p%d", id) }

@@ -1,0 +1,106 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/mcpserver/internal/wire"
+)
+
+// Options configures one MCP session.
+type Options struct {
+	// Config gives the targets list_targets shows and the wire limit
+	// (Server.MaxFrameBytes). Nil means gateway.Default().
+	Config *gateway.Config
+	// Logger receives the transport's and the tools' logs; nil discards them.
+	Logger *slog.Logger
+	// Version is reported to the host and by the health tool.
+	Version string
+	// ActiveActions, if set, reports the number of actions running, for the
+	// health tool; nil reports zero.
+	ActiveActions func() int
+}
+
+// Serve runs one MCP session on in/out until in reaches EOF or ctx ends.
+// It returns nil at EOF, the cause of ctx at cancellation, and otherwise
+// the error that broke the stream (such as a failed write to out).
+//
+// Interrupting a blocked read or write on cancellation needs in and out to
+// support deadlines (as the files from TakeStdin and TakeStdout do); other
+// streams are waited for.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = gateway.Default()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	limit := cfg.Server.MaxFrameBytes
+	if limit <= 0 {
+		limit = gateway.DefaultMaxFrameBytes
+	}
+	env := &toolEnv{
+		cfg:     cfg,
+		log:     log,
+		version: opts.Version,
+		start:   time.Now(),
+		metrics: &wire.Metrics{},
+		active:  opts.ActiveActions,
+	}
+	c := newConn(in, out, limit, env.metrics, log)
+	server := newServer(env)
+	ss, err := server.Connect(ctx, c, nil)
+	if err != nil {
+		c.abort(err)
+		c.shutdown()
+		return fmt.Errorf("starting MCP session: %w", err)
+	}
+
+	// The watcher is owned here: it ends when ctx does or the session does.
+	sessionDone := make(chan struct{})
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		select {
+		case <-ctx.Done():
+			c.abort(context.Cause(ctx))
+		case <-sessionDone:
+		}
+	}()
+	waitErr := ss.Wait()
+	close(sessionDone)
+	<-watcherDone
+	c.shutdown()
+
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case c.writeErr != nil:
+		return c.writeErr
+	case waitErr != nil && !errors.Is(waitErr, io.EOF):
+		return waitErr
+	}
+	return nil
+}
+
+// newServer builds the SDK server with every registered tool set.
+func newServer(env *toolEnv) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "actiongw", Version: env.version}, &mcp.ServerOptions{
+		Logger: env.log,
+		Instructions: "actiongw runs SSH commands and HTTP calls on targets a person configured; " +
+			"call list_targets first. Large outputs come back as a preview and a handle for read_output.",
+	})
+	for _, add := range toolSets {
+		add(s, env)
+	}
+	return s
+}

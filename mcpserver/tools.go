@@ -1,0 +1,129 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/mcpserver/internal/wire"
+)
+
+// toolEnv is what tool handlers share within one session.
+type toolEnv struct {
+	cfg     *gateway.Config
+	log     *slog.Logger
+	version string
+	start   time.Time
+	metrics *wire.Metrics
+	active  func() int
+}
+
+// toolSets add tools to a new server. Each file defining tools appends its
+// set in an init function, so a tool set compiled only into some builds
+// (see emit_testtools.go) leaves no trace in the others.
+var toolSets = []func(*mcp.Server, *toolEnv){addInfoTools}
+
+// textResult is the short text block that goes with a structured result.
+func textResult(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+type listTargetsIn struct{}
+
+type sshTargetInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	User        string `json:"user"`
+	Host        string `json:"host"`
+}
+
+type httpEndpointInfo struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	BaseURL     string   `json:"base_url"`
+	Methods     []string `json:"methods"`
+}
+
+type listTargetsOut struct {
+	SSH  []sshTargetInfo    `json:"ssh"`
+	HTTP []httpEndpointInfo `json:"http"`
+}
+
+type healthIn struct{}
+
+type healthOut struct {
+	Version       string        `json:"version"`
+	UptimeMS      int64         `json:"uptime_ms"`
+	ActiveActions int           `json:"active_actions"`
+	Transport     wire.Snapshot `json:"transport"`
+}
+
+func addInfoTools(s *mcp.Server, env *toolEnv) {
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "list_targets",
+		Description: "List the SSH targets and HTTP endpoints configured for this server. Use their names in ssh_exec and http_request.",
+		Annotations: readOnly,
+	}, env.listTargets)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "health",
+		Description: "Report the server's version, uptime, running actions and stdio transport counters.",
+		Annotations: readOnly,
+	}, env.health)
+}
+
+func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ listTargetsIn) (*mcp.CallToolResult, listTargetsOut, error) {
+	out := listTargetsOut{SSH: []sshTargetInfo{}, HTTP: []httpEndpointInfo{}}
+	for _, name := range sortedNames(env.cfg.SSH) {
+		t := env.cfg.SSH[name]
+		out.SSH = append(out.SSH, sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host})
+	}
+	for _, name := range sortedNames(env.cfg.HTTP) {
+		e := env.cfg.HTTP[name]
+		methods := e.Methods
+		if len(methods) == 0 {
+			methods = []string{"GET"}
+		}
+		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: methods})
+	}
+	return textResult("%d SSH targets and %d HTTP endpoints are configured; name one in ssh_exec (target) or http_request (endpoint).",
+		len(out.SSH), len(out.HTTP)), out, nil
+}
+
+func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn) (*mcp.CallToolResult, healthOut, error) {
+	out := healthOut{
+		Version:   env.version,
+		UptimeMS:  time.Since(env.start).Milliseconds(),
+		Transport: env.metrics.Snapshot(),
+	}
+	if env.active != nil {
+		out.ActiveActions = env.active()
+	}
+	return textResult("actiongw %s is up (%d ms), %d actions running.", out.Version, out.UptimeMS, out.ActiveActions), out, nil
+}
+
+// publicURL drops userinfo and query from a base URL, so a credential
+// someone put there by mistake is never shown.
+func publicURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return u.String()
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
