@@ -47,7 +47,8 @@ type Page struct {
 	NextOffset int64 `json:"next_offset"`
 	EOF        bool  `json:"eof"`
 	TotalBytes int64 `json:"total_bytes"`
-	// Missing names byte ranges that were not retained.
+	// Missing names byte ranges that were not retained, with the retained
+	// bytes of a character that a gap cuts in two.
 	Missing []ByteRange `json:"missing,omitempty"`
 
 	raw []byte // the bytes of Data before encoding, for trimming
@@ -98,15 +99,26 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 	if err := st.readAt(a.dir, buf, start); err != nil {
 		return nil, err
 	}
-	// Keep whole characters: begin at the character that start falls in
-	// when it is retained, and leave a cut one for the next page.
-	if back := runeStartBack(st, a.dir, buf, start, r.Start); len(back) > 0 {
+	// Keep whole characters. A character cut by a gap cannot be shown as
+	// text, so its retained bytes are named missing with the gap.
+	if start == r.Start && r.Start > 0 {
+		if k := len(buf) - len(trimToRuneStart(buf)); k > 0 {
+			if n := len(p.Missing); n > 0 {
+				p.Missing[n-1].End += int64(k)
+			} else {
+				p.Missing = append(p.Missing, ByteRange{start, start + int64(k)})
+			}
+			start += int64(k)
+			buf = buf[k:]
+		}
+	} else if back := runeStartBack(st, a.dir, buf, start, r.Start); len(back) > 0 {
 		start -= int64(len(back))
 		buf = append(back, buf...)
 	}
-	if end < r.End {
+	gapAfter := end == r.End && r.End < total
+	if end < r.End || gapAfter {
 		buf = trimToRuneEnd(buf)
-		if len(buf) == 0 {
+		if len(buf) == 0 && !gapAfter {
 			// A limit smaller than one character: give it whole anyway.
 			buf = make([]byte, min(r.End-start, utf8.UTFMax))
 			if err := st.readAt(a.dir, buf, start); err != nil {
@@ -118,7 +130,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 	p.Offset = start
 	p.setData(buf)
 	p.NextOffset = start + int64(len(buf))
-	if p.NextOffset == r.End && r.End < total {
+	if gapAfter {
 		// Report the gap after this range now, so that no page skips it.
 		next := total
 		for _, q := range retained {
@@ -127,9 +139,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 				break
 			}
 		}
-		if next > r.End {
-			p.Missing = append(p.Missing, ByteRange{r.End, next})
-		}
+		p.Missing = append(p.Missing, ByteRange{p.NextOffset, next})
 		p.NextOffset = next
 	}
 	p.EOF = p.NextOffset >= total
