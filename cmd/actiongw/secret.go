@@ -29,9 +29,6 @@ Examples:
   actiongw secret set github-token
 `
 
-// keyring is the OS keyring under actiongw's service name.
-var keyring secrets.Keyring
-
 // secret runs `actiongw secret set|delete|list`.
 func (c *cli) secret(ctx context.Context, args []string) error {
 	if len(args) == 0 {
@@ -65,7 +62,7 @@ func (c *cli) secretSet(ctx context.Context, args []string) error {
 	if len(value) == 0 {
 		return fmt.Errorf("secret set: the value is empty; nothing stored")
 	}
-	if err := keyring.Set(ctx, name, value); err != nil {
+	if err := c.keyring().Set(ctx, name, value); err != nil {
 		return fmt.Errorf("secret set: %w", err)
 	}
 	fmt.Fprintf(c.stdout, "stored secret %q (%d bytes) in the OS keyring\n", name, len(value))
@@ -77,7 +74,7 @@ func (c *cli) secretDelete(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = keyring.Delete(ctx, name)
+	err = c.keyring().Delete(ctx, name)
 	var nf *secrets.NotFoundError
 	if errors.As(err, &nf) {
 		return fmt.Errorf("secret delete: there is no secret %q in the keyring", name)
@@ -104,7 +101,7 @@ func (c *cli) secretList(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.stdout, "the config names no secrets")
 		return nil
 	}
-	stored, err := lookupSecrets(ctx, names)
+	stored, err := lookupSecrets(ctx, c.keyring(), names)
 	if err != nil {
 		return fmt.Errorf("secret list: %w", err)
 	}
@@ -125,32 +122,19 @@ func (c *cli) secretList(ctx context.Context, args []string) error {
 	return nil
 }
 
-// secretRows gives check one row per secret the config names, failed when
-// the keyring does not hold it. When the keyring itself cannot be read, a
-// single "keyring" row says why and the secrets are not checked.
-func (c *cli) secretRows(ctx context.Context, names []string) []checkRow {
-	stored, err := lookupSecrets(ctx, names)
-	if err != nil {
-		return []checkRow{{item: "keyring", err: err}}
-	}
-	rows := make([]checkRow, 0, len(names))
-	for _, name := range names {
-		r := checkRow{item: "secret " + name, detail: "stored in the keyring"}
-		if !stored[name] {
-			r.err = &secrets.NotFoundError{Name: name}
-		}
-		rows = append(rows, r)
-	}
-	return rows
+// keyring is the OS keyring under actiongw's service name, or under
+// $ACTIONGW_KEYRING_SERVICE when set (tests use their own).
+func (c *cli) keyring() *secrets.Keyring {
+	return &secrets.Keyring{Service: c.getenv("ACTIONGW_KEYRING_SERVICE")}
 }
 
 // lookupSecrets reports which of names the keyring holds. An error is about
 // the keyring as a whole (no Secret Service, a locked keyring): it ends the
 // lookup, since every other name would fail the same way.
-func lookupSecrets(ctx context.Context, names []string) (map[string]bool, error) {
+func lookupSecrets(ctx context.Context, kr *secrets.Keyring, names []string) (map[string]bool, error) {
 	stored := make(map[string]bool, len(names))
 	for _, name := range names {
-		ok, err := keyring.Present(ctx, name)
+		ok, err := kr.Present(ctx, name)
 		if err != nil {
 			return nil, err
 		}

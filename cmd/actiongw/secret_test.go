@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/actiongw/actiongw/secrets"
 )
 
 func TestTrimNewline(t *testing.T) {
@@ -127,12 +129,14 @@ func TestSecretCanary(t *testing.T) {
 
 	suffix := strings.ToLower(rand.Text()[:8])
 	keyName, tokenName := "canary-key-"+suffix, "canary-token-"+suffix
+	kr := &secrets.Keyring{Service: "actiongw-test-" + suffix}
+	env = append(env, "ACTIONGW_KEYRING_SERVICE="+kr.Service)
 	canary := "CANARY" + rand.Text()
 	key := "-----BEGIN OPENSSH PRIVATE KEY-----\n" + canary + "\n" + rand.Text() + "\n-----END OPENSSH PRIVATE KEY-----\n"
 	token := "tok_" + canary
 	t.Cleanup(func() {
-		keyring.Delete(context.Background(), keyName)
-		keyring.Delete(context.Background(), tokenName)
+		kr.Delete(context.Background(), keyName)
+		kr.Delete(context.Background(), tokenName)
 	})
 
 	config := filepath.Join(root, "config.toml")
@@ -196,7 +200,7 @@ allow_private = true
 	run(key, true, "secret", "set", keyName)
 	run(token+"\n", true, "secret", "set", tokenName)
 	for name, want := range map[string]string{keyName: key, tokenName: token} {
-		got, err := keyring.Get(t.Context(), name)
+		got, err := kr.Get(t.Context(), name)
 		if err != nil || string(got.Reveal()) != want {
 			t.Errorf("keyring after secret set %s: got %d bytes, %v; want %d bytes, byte for byte", name, got.Len(), err, len(want))
 		}
@@ -246,9 +250,11 @@ func TestSecretSetPrompt(t *testing.T) {
 	master, slave := openPTY(t)
 	name := "prompt-" + strings.ToLower(rand.Text()[:8])
 	value := "typed-" + rand.Text()
-	t.Cleanup(func() { keyring.Delete(context.Background(), name) })
+	kr := &secrets.Keyring{Service: "actiongw-test-" + name}
+	t.Cleanup(func() { kr.Delete(context.Background(), name) })
 
 	cmd := exec.Command(bin, "secret", "set", name)
+	cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+kr.Service)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {
@@ -290,7 +296,7 @@ func TestSecretSetPrompt(t *testing.T) {
 	if strings.Contains(got, value) {
 		t.Errorf("screen: got %q; want no echo of the value", got)
 	}
-	v, err := keyring.Get(t.Context(), name)
+	v, err := kr.Get(t.Context(), name)
 	if err != nil || string(v.Reveal()) != value {
 		t.Errorf("keyring: got %q, %v; want %q", v.Reveal(), err, value)
 	}
