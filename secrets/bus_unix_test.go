@@ -116,6 +116,7 @@ func TestNoService(t *testing.T) {
 				{"Set", func(ctx context.Context) error { return k.Set(ctx, "x", []byte("v")) }},
 				{"Delete", func(ctx context.Context) error { return k.Delete(ctx, "x") }},
 				{"Load", func(ctx context.Context) error { _, err := k.Load(ctx, []string{"x", "y"}); return err }},
+				{"Ping", k.Ping},
 			} {
 				start := time.Now()
 				err := op.call(t.Context())

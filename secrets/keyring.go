@@ -83,6 +83,16 @@ func (k *Keyring) Delete(ctx context.Context, name string) error {
 	})
 }
 
+// Ping reports, as a *NoServiceError, that no Secret Service answers, so a
+// caller can find out before it asks a person to type a secret. Where
+// go-keyring needs no Secret Service (macOS, Windows) it returns nil.
+func (k *Keyring) Ping(ctx context.Context) error {
+	if mocked.Load() {
+		return nil
+	}
+	return probe(ctx)
+}
+
 // Load gets every named secret, as a server does at start. The secrets that
 // are missing are reported together, as *NotFoundError values joined with
 // errors.Join; any other error (no Secret Service, a locked keyring, a bad

@@ -262,3 +262,9 @@ func BenchmarkProbe(b *testing.B) {
 		}
 	}
 }
+
+func TestPing(t *testing.T) {
+	if err := realKeyring(t).Ping(t.Context()); err != nil {
+		t.Errorf("Ping: got %v; want nil", err)
+	}
+}

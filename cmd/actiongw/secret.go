@@ -54,6 +54,10 @@ func (c *cli) secretSet(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Fail before the person types the value, not after.
+	if err := c.keyring().Ping(ctx); err != nil {
+		return fmt.Errorf("secret set: %w", err)
+	}
 	value, err := c.readSecret(name)
 	if err != nil {
 		return fmt.Errorf("secret set: %w", err)

@@ -324,3 +324,24 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Cleanup(func() { slave.Close() })
 	return master, slave
 }
+
+// readRecorder fails the read and remembers that someone tried.
+type readRecorder struct{ read bool }
+
+func (r *readRecorder) Read([]byte) (int, error) { r.read = true; return 0, io.EOF }
+
+// Without a Secret Service, secret set fails before it reads (or prompts
+// for) the value.
+func TestSecretSetNoServiceFailsBeforeReading(t *testing.T) {
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+filepath.Join(t.TempDir(), "no-bus"))
+	stdin := &readRecorder{}
+	var stdout, stderr bytes.Buffer
+	cl := &cli{stdin: stdin, stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
+	err := cl.secret(t.Context(), []string{"set", "web1-key"})
+	if !errors.Is(err, secrets.ErrNoService) {
+		t.Errorf("secret set: got %v; want ErrNoService", err)
+	}
+	if stdin.read {
+		t.Error("secret set read stdin; want it to fail first")
+	}
+}
