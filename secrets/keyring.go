@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"github.com/zalando/go-keyring"
 )
@@ -86,12 +85,7 @@ func (k *Keyring) Delete(ctx context.Context, name string) error {
 // Ping reports, as a *NoServiceError, that no Secret Service answers, so a
 // caller can find out before it asks a person to type a secret. Where
 // go-keyring needs no Secret Service (macOS, Windows) it returns nil.
-func (k *Keyring) Ping(ctx context.Context) error {
-	if mocked.Load() {
-		return nil
-	}
-	return probe(ctx)
-}
+func (k *Keyring) Ping(ctx context.Context) error { return probe(ctx) }
 
 // Load gets every named secret, as a server does at start. The secrets that
 // are missing are reported together, as *NotFoundError values joined with
@@ -122,17 +116,6 @@ func (k *Keyring) Load(ctx context.Context, names []string) (map[string]Value, e
 // shares one session-bus connection, which do closes when a call ends.
 var calls = make(chan struct{}, 1)
 
-// mocked is set by MockInit.
-var mocked atomic.Bool
-
-// MockInit replaces the OS keyring, for the rest of the process, with
-// go-keyring's in-memory mock. It is for the tests of code above this
-// package whose test binary uses no real keyring.
-func MockInit() {
-	keyring.MockInit()
-	mocked.Store(true)
-}
-
 // do runs op, a go-keyring call, which takes no context. It first checks on
 // a connection of its own, which ctx can end, that a Secret Service answers,
 // so a missing bus or service fails fast. Then it runs op in a goroutine and,
@@ -142,9 +125,6 @@ func MockInit() {
 func (k *Keyring) do(ctx context.Context, name string, op func() error) error {
 	if err := CheckName(name); err != nil {
 		return err
-	}
-	if mocked.Load() {
-		return classify(name, op())
 	}
 	select {
 	case calls <- struct{}{}:
