@@ -63,9 +63,6 @@ func (c *cli) secretSet(ctx context.Context, args []string) error {
 		return fmt.Errorf("secret set: %w", err)
 	}
 	defer clear(value)
-	if len(value) == 0 {
-		return fmt.Errorf("secret set: the value is empty; nothing stored")
-	}
 	if err := c.keyring().Set(ctx, name, value); err != nil {
 		return fmt.Errorf("secret set: %w", err)
 	}
