@@ -13,9 +13,10 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/actiongw/actiongw/secrets"
 )
 
 // Config is the whole configuration: server limits and the targets an agent
@@ -543,7 +544,7 @@ func checkSecretNames(prefix string, fields map[string]string) []error {
 			errs = append(errs, &FieldError{prefix + "." + field, "holds what looks like a credential; it must name a keyring item (store the value with `actiongw secret set NAME`)"})
 			continue
 		}
-		if err := CheckSecretName(v); err != nil {
+		if err := secrets.CheckName(v); err != nil {
 			errs = append(errs, &FieldError{prefix + "." + field, err.Error()})
 		}
 	}
@@ -562,20 +563,6 @@ func checkNoInline(prefix string, values ...string) []error {
 
 func looksInline(v string) bool {
 	return strings.Contains(v, "-----BEGIN") || strings.Contains(v, "PRIVATE KEY")
-}
-
-// CheckSecretName reports whether name can name a keyring item: 1-128
-// printable characters without spaces, slashes or control characters.
-func CheckSecretName(name string) error {
-	if name == "" || len(name) > 128 {
-		return errors.New("a secret name is 1-128 characters")
-	}
-	for _, r := range name {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' || r == '\\' || !unicode.IsPrint(r) {
-			return fmt.Errorf("a secret name has no spaces, slashes or control characters, got %q", name)
-		}
-	}
-	return nil
 }
 
 // SecretNames returns every keyring item the config references, sorted and

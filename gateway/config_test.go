@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/secrets"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -96,7 +98,7 @@ func TestParseConfigErrors(t *testing.T) {
 			[]string{"http.api.token_secret", "required"}},
 		{"secret name with a space",
 			"[http.api]\nbase_url = \"https://x\"\nauth = \"bearer\"\ntoken_secret = \"my token\"\n",
-			[]string{"http.api.token_secret", "no spaces"}},
+			[]string{"http.api.token_secret", "bad secret name"}},
 		{"duplicate target name",
 			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\n[http.a]\nbase_url = \"https://x\"\n",
 			[]string{"ssh.a", "also used"}},
@@ -162,7 +164,7 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted config fails a second Validate: %v", err)
 		}
 		for _, n := range cfg.SecretNames() {
-			if err := CheckSecretName(n); err != nil || looksInline(n) {
+			if err := secrets.CheckName(n); err != nil || looksInline(n) {
 				t.Fatalf("accepted config references secret %q: %v", n, err)
 			}
 		}

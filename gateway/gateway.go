@@ -145,13 +145,21 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 
 func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[string]secrets.Value, map[string]error) {
 	values, errs := map[string]secrets.Value{}, map[string]error{}
+	var whole error // an error of the keyring as a whole applies to every name
 	for _, name := range names {
-		v, err := store.Get(ctx, name)
-		if err != nil {
-			errs[name] = err
+		if whole != nil {
+			errs[name] = whole
 			continue
 		}
-		values[name] = v
+		v, err := store.Get(ctx, name)
+		switch {
+		case errors.Is(err, secrets.ErrNoService), errors.Is(err, secrets.ErrLocked):
+			whole, errs[name] = err, err
+		case err != nil:
+			errs[name] = err
+		default:
+			values[name] = v
+		}
 	}
 	return values, errs
 }

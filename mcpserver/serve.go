@@ -26,6 +26,9 @@ type Options struct {
 	// ActiveActions, if set, reports the number of actions running, for the
 	// health tool; nil reports zero.
 	ActiveActions func() int
+	// Gateway runs the action tools (ssh_exec, http_request, read_output,
+	// search_output); nil serves only list_targets and health.
+	Gateway *gateway.Gateway
 }
 
 // Serve runs one MCP session on in/out until in reaches EOF or ctx ends.
@@ -55,6 +58,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		start:   time.Now(),
 		metrics: &wire.Metrics{},
 		active:  opts.ActiveActions,
+		gw:      opts.Gateway,
 	}
 	c := newConn(in, out, limit, env.metrics, log)
 	server := newServer(env)

@@ -22,6 +22,7 @@ type toolEnv struct {
 	start   time.Time
 	metrics *wire.Metrics
 	active  func() int
+	gw      *gateway.Gateway
 }
 
 // toolSets add tools to a new server. Each file defining tools appends its

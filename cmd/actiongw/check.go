@@ -51,7 +51,7 @@ type checkRow struct {
 // checkRows checks every referenced secret; a missing one says how to set it.
 func (c *cli) checkRows(ctx context.Context, cfg *gateway.Config) []checkRow {
 	var rows []checkRow
-	kr := &secrets.Keyring{Service: c.getenv("ACTIONGW_KEYRING_SERVICE")}
+	kr := c.keyring()
 	for _, name := range cfg.SecretNames() {
 		row := checkRow{item: "secret " + name, detail: "present in the keyring"}
 		if ok, err := kr.Present(ctx, name); err != nil {

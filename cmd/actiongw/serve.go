@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/mcpserver"
 )
 
@@ -25,6 +27,15 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	}
 	defer out.Close()
 	logger := newLogger(c.stderr, cfg.Server.LogLevel)
+	gw, err := gateway.New(ctx, gateway.Options{Config: cfg, Secrets: c.keyring(), Logger: logger})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	logger.Info("serving MCP on stdio", "version", version, "ssh_targets", len(cfg.SSH), "http_endpoints", len(cfg.HTTP))
-	return mcpserver.Serve(ctx, os.Stdin, out, mcpserver.Options{Config: cfg, Logger: logger, Version: version})
+	err = mcpserver.Serve(ctx, os.Stdin, out, mcpserver.Options{
+		Config: cfg, Logger: logger, Version: version, Gateway: gw,
+		ActiveActions: func() int { return int(gw.ActiveActions()) },
+	})
+	// Stdin EOF or a signal: cancel running actions and record their outcomes.
+	return errors.Join(err, gw.Close())
 }
