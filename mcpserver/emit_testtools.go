@@ -25,10 +25,11 @@ const (
 )
 
 type emitIn struct {
-	Bytes   int    `json:"bytes" jsonschema:"payload size in bytes"`
+	Bytes   int    `json:"bytes,omitempty" jsonschema:"payload size in bytes"`
 	Kind    string `json:"kind,omitempty" jsonschema:"ascii (default), quotes, multibyte, unbroken or control"`
 	Chunks  int    `json:"chunks,omitempty" jsonschema:"produce the payload in this many chunks (default 1)"`
 	DelayMS int    `json:"delay_ms,omitempty" jsonschema:"pause before each chunk, in milliseconds"`
+	Echo    string `json:"echo,omitempty" jsonschema:"text to return instead of a generated payload"`
 	Stray   string `json:"stray,omitempty" jsonschema:"text written straight to os.Stdout first"`
 	Tag     string `json:"tag,omitempty" jsonschema:"a name for this call in the server log"`
 }
@@ -57,6 +58,9 @@ func (env *toolEnv) emit(ctx context.Context, req *mcp.CallToolRequest, in emitI
 	data, err := payload.Generate(in.Kind, in.Bytes)
 	if err != nil {
 		return nil, emitOut{}, err
+	}
+	if in.Echo != "" {
+		data, in.Bytes, in.Kind = []byte(in.Echo), len(in.Echo), "echo"
 	}
 	log := env.log.With("tool", "emit", "tag", in.Tag)
 	log.Info("emit started", "bytes", in.Bytes, "kind", in.Kind, "chunks", chunks)

@@ -41,6 +41,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Name and Version are sent as clientInfo; default "actiongw-host".
 	Name, Version string
+	// OnError, if set, receives error responses with a null id: the
+	// server's answers to frames it could not take (oversize, malformed,
+	// batches). It runs on the dispatch goroutine.
+	OnError func(*jsonrpc.Error)
 }
 
 // ProgressFunc receives the progress notifications of one call. It runs on
@@ -77,7 +81,7 @@ type Client struct {
 	pending  map[int64]*Pending
 	progress map[string]ProgressFunc
 
-	queue        chan *jsonrpc.Request // reader → dispatcher
+	queue        chan jsonrpc.Message // reader → dispatcher: requests and null-id errors
 	readerDone   chan struct{}
 	dispatchDone chan struct{}
 
@@ -127,7 +131,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Client, error) {
 		stdout:       stdout,
 		pending:      make(map[int64]*Pending),
 		progress:     make(map[string]ProgressFunc),
-		queue:        make(chan *jsonrpc.Request, opts.QueueLen),
+		queue:        make(chan jsonrpc.Message, opts.QueueLen),
 		readerDone:   make(chan struct{}),
 		dispatchDone: make(chan struct{}),
 	}
@@ -220,6 +224,27 @@ func (c *Client) send(ctx context.Context, method string, paramsFor func(id int6
 	c.mu.Unlock()
 	if err := c.write(ctx, req); err != nil {
 		c.forget(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// SendFrame writes frame as one line, verbatim, for tests of what a server
+// does with any input. If id is not zero the frame is taken to be a call
+// with that id (which must not collide with the client's own ids, counted
+// up from 1) and the returned Pending waits for its response.
+func (c *Client) SendFrame(ctx context.Context, id int64, frame []byte) (*Pending, error) {
+	var p *Pending
+	if id != 0 {
+		p = &Pending{c: c, id: id, done: make(chan struct{})}
+		c.mu.Lock()
+		c.pending[id] = p
+		c.mu.Unlock()
+	}
+	if err := c.writeFrame(ctx, append(frame[:len(frame):len(frame)], '\n')); err != nil {
+		if p != nil {
+			c.forget(p)
+		}
 		return nil, err
 	}
 	return p, nil
@@ -355,7 +380,11 @@ func (c *Client) write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcphost: encoding message: %w", err)
 	}
-	data = append(data, '\n')
+	return c.writeFrame(ctx, append(data, '\n'))
+}
+
+// writeFrame writes one complete line to the server's stdin.
+func (c *Client) writeFrame(ctx context.Context, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -389,25 +418,24 @@ func (c *Client) readLoop() {
 			readErr = err
 			break
 		}
-		msg, err := jsonrpc.DecodeMessage(frame)
+		msg, err := decode(frame)
 		if err != nil {
 			c.metrics.ParseErrors.Add(1)
 			c.log.Warn("unparsable frame from the server", "bytes", len(frame), "error", err)
 			continue
 		}
-		switch m := msg.(type) {
-		case *jsonrpc.Response:
-			c.deliver(m)
-		case *jsonrpc.Request:
-			if m.Method == "notifications/cancelled" {
-				c.metrics.CancelsReceived.Add(1)
-			}
-			select {
-			case c.queue <- m:
-			default:
-				c.dispatchDropped.Add(1)
-				c.log.Debug("dispatch queue full; message dropped", "method", m.Method)
-			}
+		if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+			c.deliver(resp)
+			continue
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" {
+			c.metrics.CancelsReceived.Add(1)
+		}
+		select {
+		case c.queue <- msg:
+		default:
+			c.dispatchDropped.Add(1)
+			c.log.Debug("dispatch queue full; message dropped")
 		}
 	}
 	if !errors.Is(readErr, io.EOF) {
@@ -427,7 +455,7 @@ func (c *Client) deliver(resp *jsonrpc.Response) {
 	c.mu.Lock()
 	p := c.pending[id]
 	c.mu.Unlock()
-	if p == nil || !resp.ID.IsValid() {
+	if p == nil {
 		c.metrics.ResponsesDropped.Add(1)
 		c.log.Debug("response matched no waiting call", "id", resp.ID.Raw())
 		return
@@ -440,7 +468,12 @@ func (c *Client) deliver(resp *jsonrpc.Response) {
 // reader, so a slow progress callback cannot stop the reading.
 func (c *Client) dispatchLoop() {
 	defer close(c.dispatchDone)
-	for req := range c.queue {
+	for msg := range c.queue {
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			c.nullIDError(msg.(*jsonrpc.Response))
+			continue
+		}
 		switch {
 		case req.Method == "notifications/progress":
 			var params mcp.ProgressNotificationParams
@@ -456,6 +489,34 @@ func (c *Client) dispatchLoop() {
 		case req.IsCall():
 			c.answer(req)
 		}
+	}
+}
+
+// decode is jsonrpc.DecodeMessage plus error responses with a null id,
+// which the SDK's decoder rejects but a server sends for frames it could
+// not take.
+func decode(frame []byte) (jsonrpc.Message, error) {
+	msg, err := jsonrpc.DecodeMessage(frame)
+	if err == nil {
+		return msg, nil
+	}
+	var w struct {
+		Version string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc.Error  `json:"error"`
+	}
+	if json.Unmarshal(frame, &w) != nil || w.Version != "2.0" || w.Error == nil || (w.ID != nil && string(w.ID) != "null") {
+		return nil, err
+	}
+	return &jsonrpc.Response{Error: w.Error}, nil
+}
+
+// nullIDError reports an error response that answers no call.
+func (c *Client) nullIDError(resp *jsonrpc.Response) {
+	werr := resp.Error.(*jsonrpc.Error) // decode makes no other kind
+	c.log.Warn("server rejected a frame", "code", werr.Code, "message", werr.Message)
+	if c.opts.OnError != nil {
+		c.opts.OnError(werr)
 	}
 }
 
