@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -211,5 +212,121 @@ func TestCaptureRSS(t *testing.T) {
 	// Generous for GC timing noise, far below the 1 GiB that went through.
 	if large > small+16<<10 {
 		t.Errorf("peak RSS after 1 GiB = %d KiB; after 10 MiB = %d KiB; want within 16 MiB", large, small)
+	}
+}
+
+// onlyReader hides WriterTo so io.Copy moves 32 KiB chunks, as a producer
+// copying a network stream does.
+type onlyReader struct{ io.Reader }
+
+func benchSecrets(n int) map[string][]byte {
+	rng := rand.New(rand.NewPCG(3, 5))
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+	secrets := map[string][]byte{}
+	for i := range n {
+		v := make([]byte, 32)
+		for j := range v {
+			v[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		secrets[fmt.Sprintf("secret-%d", i)] = v
+	}
+	return secrets
+}
+
+// cpuTime is the process's user+system CPU time, from /proc (Linux); ok is
+// false elsewhere.
+func cpuTime() (d time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are the 12th and 13th, in clock ticks of 1/100 s.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, true
+}
+
+// reportCPU adds cpu-MB/s, throughput per CPU second: on a machine shared
+// with other work it says more than the wall-clock MB/s.
+func reportCPU(b *testing.B, bytesPerOp int, run func()) {
+	start, ok := cpuTime()
+	run()
+	end, _ := cpuTime()
+	if ok && end > start {
+		b.ReportMetric(float64(bytesPerOp)*float64(b.N)/1e6/(end-start).Seconds(), "cpu-MB/s")
+	}
+}
+
+// BenchmarkCapture measures capture + redaction throughput against io.Copy
+// to io.Discard in the same run.
+func BenchmarkCapture(b *testing.B) {
+	data := textChunk(8 << 20)
+	b.Run("io.Copy-Discard", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		reportCPU(b, len(data), func() {
+			for b.Loop() {
+				io.Copy(io.Discard, onlyReader{bytes.NewReader(data)})
+			}
+		})
+	})
+	for _, n := range []int{0, 10, 100} {
+		red, err := NewRedactor(benchSecrets(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			c := newCapture(red, CaptureLimits{}, nil)
+			reportCPU(b, len(data), func() {
+				for b.Loop() {
+					io.Copy(c, onlyReader{bytes.NewReader(data)})
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("spooled/secrets=%d", n), func(b *testing.B) {
+			sp, err := OpenSpool(b.TempDir(), SpoolOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			act := sp.Begin("bench", "local")
+			c := act.Capture("stdout", red, CaptureLimits{})
+			b.SetBytes(int64(len(data)))
+			reportCPU(b, len(data), func() {
+				for b.Loop() {
+					io.Copy(c, onlyReader{bytes.NewReader(data)})
+				}
+			})
+			act.Finish()
+		})
+	}
+}
+
+// BenchmarkRedact measures the redactor alone on 32 KiB writes.
+func BenchmarkRedact(b *testing.B) {
+	data := textChunk(8 << 20)
+	for _, n := range []int{10, 100} {
+		red, err := NewRedactor(benchSecrets(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			w := newRedactWriter(red, func([]byte) {})
+			reportCPU(b, len(data), func() {
+				for b.Loop() {
+					for off := 0; off < len(data); off += 32 << 10 {
+						w.write(data[off:min(off+32<<10, len(data))])
+					}
+				}
+			})
+		})
 	}
 }

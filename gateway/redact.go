@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 )
@@ -38,9 +39,11 @@ type Redactor struct {
 	// filter has one bit per hash of a pattern's first 4 bytes; a clear bit
 	// rules a position out with one load.
 	filter [filterBits / 64]uint64
-	// grams is set at the hash of each pattern's 3-byte grams at offsets 0
-	// and 1; see scan. A byte per entry costs one load to test.
-	grams [filterBits]bool
+	// grams has a bit set at the hash of each pattern's grams (gramMask
+	// bytes long) at offsets 0 to stride-1; see scan.
+	grams    [gramBits / 64]uint64
+	gramMask uint32
+	stride   int
 	// byPrefix maps a pattern's first 4 bytes to the patterns with that
 	// prefix, longest first.
 	byPrefix map[uint32][]pattern
@@ -54,6 +57,11 @@ type pattern struct {
 const (
 	filterLog  = 16
 	filterBits = 1 << filterLog
+	// maxStride bounds the grams per pattern in the table, and so its
+	// false positives; the table has gramBits bits, 32 KiB to stay in L1.
+	maxStride = 16
+	gramLog   = 18
+	gramBits  = 1 << gramLog
 )
 
 func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
@@ -69,6 +77,7 @@ func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
 	slices.Sort(names) // a value shared by two names is redacted with the first
 	r := &Redactor{byPrefix: make(map[uint32][]pattern)}
 	seen := make(map[string]bool)
+	minLen := math.MaxInt
 	for _, name := range names {
 		v := secrets[name]
 		if len(v) < MinSecretLen {
@@ -84,11 +93,27 @@ func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
 			r.byPrefix[key] = append(r.byPrefix[key], pattern{value: []byte(form), replacement: repl})
 			h := prefixHash(key)
 			r.filter[h/64] |= 1 << (h % 64)
-			for off := range 2 {
-				g := gramHash(uint32(form[off]) | uint32(form[off+1])<<8 | uint32(form[off+2])<<16)
-				r.grams[g] = true
-			}
 			r.maxLen = max(r.maxLen, len(form))
+			minLen = min(minLen, len(form))
+		}
+	}
+	// Longer patterns allow longer grams and longer strides; see scan.
+	gram := 4
+	r.gramMask, r.stride = 0xFFFFFFFF, min(minLen-gram+1, maxStride)
+	if minLen < 7 {
+		gram = 3
+		r.gramMask, r.stride = 0xFFFFFF, minLen-gram+1
+	}
+	for _, ps := range r.byPrefix {
+		for _, p := range ps {
+			for off := range r.stride {
+				var g [4]byte
+				copy(g[:gram], p.value[off:])
+				h := gramHash(binary.LittleEndian.Uint32(g[:]))
+				h1, h2 := h>>(64-gramLog), h>>(64-2*gramLog)%gramBits
+				r.grams[h1/64] |= 1 << (h1 % 64)
+				r.grams[h2/64] |= 1 << (h2 % 64)
+			}
 		}
 	}
 	for _, ps := range r.byPrefix {
@@ -153,22 +178,30 @@ func (r *Redactor) RedactString(s string) string {
 // returns the index of the first undecided byte.
 func (r *Redactor) scan(buf []byte, stop int, emit func([]byte), matched *bool) int {
 	last, i := 0, 0
-	// The hot loop looks at six start positions per 8-byte load. Every
-	// pattern is at least 4 bytes, so a pattern starting at j or j+1 (j even
-	// in the block) contains the 3 bytes at j+1; grams holds those 3-byte
-	// grams of every pattern at offsets 0 and 1.
-	g := &r.grams
+	// The hot loop decides a block of stride start positions with one
+	// table lookup. Every pattern is at least stride+gram-1 bytes long, so
+	// a pattern starting in the block contains the gram at the block's last
+	// position, at an offset below stride; the table holds every pattern's
+	// grams at those offsets. A miss rules out the whole block.
+	g, mask, k := &r.grams, r.gramMask, r.stride
 blocks:
-	for i+6 <= stop && i+9 <= len(buf) {
-		v := binary.LittleEndian.Uint64(buf[i:])
-		h1 := gramHash(uint32(v >> 8))
-		h3 := gramHash(uint32(v >> 24))
-		h5 := gramHash(uint32(v >> 40))
-		if !(g[h1] || g[h3] || g[h5]) {
-			i += 6
+	for i+k <= stop && i+k+3 <= len(buf) {
+		// Two blocks per test while they fit: fewer branches.
+		n := k
+		if i+2*k <= stop && i+2*k+3 <= len(buf) {
+			a := gramHash(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
+			b := gramHash(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
+			a1, b1 := a>>(64-gramLog), b>>(64-gramLog)
+			if g[a1/64]&(1<<(a1%64))|g[b1/64]&(1<<(b1%64)) == 0 || !r.gramHit(a, b) {
+				i += 2 * k
+				continue
+			}
+			n = 2 * k
+		} else if h := gramHash(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask); !r.gramHit(h, h) {
+			i += k
 			continue
 		}
-		for end := i + 6; i < end; i++ {
+		for end := i + n; i < end; i++ {
 			if p := r.matchAt(buf[i:]); p != nil {
 				emit(buf[last:i])
 				emit(p.replacement)
@@ -216,7 +249,20 @@ func (r *Redactor) matchAt(b []byte) *pattern {
 	return nil
 }
 
-func gramHash(v uint32) uint32 { return ((v & 0xFFFFFF) * 0x9E3779B1) >> (32 - filterLog) }
+// gramHash gives two table indexes for a gram, in its top gramLog bits and
+// the gramLog bits below them: the table is a Bloom filter with two hashes.
+func gramHash(v uint32) uint64 { return uint64(v) * 0x9E3779B97F4A7C15 }
+
+// gramHit reports whether gram hash a or b may be in the table. scan
+// tests the first index inline; the second rules out most false positives
+// of the first, which repeated text could otherwise hit on every line.
+func (r *Redactor) gramHit(a, b uint64) bool {
+	g := &r.grams
+	a1, b1 := a>>(64-gramLog), b>>(64-gramLog)
+	a2, b2 := a>>(64-2*gramLog)%gramBits, b>>(64-2*gramLog)%gramBits
+	return g[a1/64]&(1<<(a1%64)) != 0 && g[a2/64]&(1<<(a2%64)) != 0 ||
+		g[b1/64]&(1<<(b1%64)) != 0 && g[b2/64]&(1<<(b2%64)) != 0
+}
 
 // redactWriter is the streaming form of a Redactor. It holds back at most
 // MaxHoldback bytes between writes.

@@ -99,6 +99,28 @@ func TestRedactNilAndEmptyPassThrough(t *testing.T) {
 	}
 }
 
+// TestRedactEverySplit redacts secrets of several lengths, so every stride
+// of the scan is used, with the input split at every position.
+func TestRedactEverySplit(t *testing.T) {
+	for _, n := range []int{4, 5, 6, 7, 12, 19, 40} {
+		secret := []byte(strings.Repeat("k3Y", 20)[:n])
+		r, err := NewRedactor(map[string][]byte{"k": secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := []byte("pre " + string(secret) + strings.Repeat(" filler", 9) + string(secret) + string(secret[:n-1]) + " " + string(secret))
+		want := referenceRedact(in, map[string]string{string(secret): "[REDACTED:k]"})
+		if got := r.Redact(in); !bytes.Equal(got, want) {
+			t.Fatalf("len %d: Redact = %q; want %q", n, got, want)
+		}
+		for split := 1; split < len(in); split++ {
+			if got := redactChunked(r, in, []int{split, len(in)}); !bytes.Equal(got, want) {
+				t.Fatalf("len %d, split at %d: got %q; want %q", n, split, got, want)
+			}
+		}
+	}
+}
+
 // TestRedactHoldback checks that the stream holds back no more than the
 // longest pattern minus one byte.
 func TestRedactHoldback(t *testing.T) {
@@ -160,6 +182,8 @@ func FuzzRedactStream(f *testing.F) {
 	f.Add([]byte("token=\xfe and \xfe\xfe end"), []byte("s3cr3t\xffanother-one"), []byte{1, 2, 3})
 	f.Add([]byte("\xfe"), []byte("abcd\xffabcdef\xffbcde"), []byte{0, 1})
 	f.Add(bytes.Repeat([]byte("ab\xfe"), 50), []byte("ababab\xffbabababa"), []byte{7, 0, 31})
+	// Long secrets take the widest stride of the scan.
+	f.Add(bytes.Repeat([]byte("log line \xfe and more text\n"), 40), []byte("0123456789abcdefghijKLMN\xffzyxwvutsrqponmlkjihgfedcba9876\xff+/+/+/+/+/+/+/+/+/+/+/+/"), []byte{13, 200, 1})
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte) {
 		secrets := map[string][]byte{}
 		forms := map[string]string{} // every form of every secret -> marker
