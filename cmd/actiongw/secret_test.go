@@ -86,16 +86,7 @@ func needKeyring(t *testing.T) {
 	}
 }
 
-// actiongwBinary builds the command for a test that runs it as a person
-// would.
-func actiongwBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "actiongw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+
 
 // canaryEnv is an environment whose every writable place (HOME, XDG
 // directories, TMPDIR) lies under root, so that the test can search all

@@ -1,0 +1,426 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/mcpserver/mcphost"
+	"github.com/actiongw/actiongw/secrets"
+)
+
+// served is a real `actiongw serve` process with a real sshd, a loopback
+// HTTP server and secrets in the private Secret Service.
+type served struct {
+	client  *mcphost.Client
+	sshd    *sshtest.Server
+	api     *httptest.Server
+	state   string
+	stderr  *lockedBuffer
+	token   string
+	hang    net.Listener // accepts TCP and never speaks
+	release chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// startServed starts everything; the SSH target "box" stops commands with
+// stopMode, "hang" points at a listener that never answers.
+func startServed(t *testing.T, stopMode string) *served {
+	t.Helper()
+	needKeyring(t)
+	s := &served{sshd: sshtest.Start(t, sshtest.Options{}), release: make(chan struct{}),
+		token: "tok-" + randomHex(t, 12), stderr: &lockedBuffer{}}
+	s.api = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	t.Cleanup(func() { close(s.release); s.api.Close() })
+	var err error
+	if s.hang, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.hang.Close() })
+	go func() {
+		for {
+			c, err := s.hang.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+
+	service := "actiongw-test-" + randomHex(t, 6)
+	kr := &secrets.Keyring{Service: service}
+	ctx := context.Background()
+	for name, v := range map[string][]byte{"box-key": s.sshd.ClientKey, "api-token": []byte(s.token)} {
+		if err := kr.Set(ctx, name, v); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { kr.Delete(ctx, name) })
+	}
+	s.state = t.TempDir()
+	cfg := fmt.Sprintf(`
+[server]
+state_dir = %q
+log_level = "debug"
+[ssh.box]
+host = "127.0.0.1"
+port = %d
+user = %q
+key_secret = "box-key"
+known_hosts = %q
+stop_mode = %q
+[ssh.hang]
+host = "127.0.0.1"
+port = %d
+user = "nobody"
+key_secret = "box-key"
+known_hosts = %q
+[http.api]
+base_url = %q
+methods = ["GET", "POST"]
+auth = "bearer"
+token_secret = "api-token"
+allow_private = true
+max_attempts = 3
+`, s.state, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL)
+	cfgPath := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(actiongwBinary(t), "serve", "-config", cfgPath)
+	cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+service)
+	cmd.Stderr = s.stderr
+	s.client, err = mcphost.Start(ctx, cmd, mcphost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.client.Close() })
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.client.Initialize(ictx); err != nil {
+		t.Fatalf("initialize: %v\nstderr:\n%s", err, s.stderr)
+	}
+	return s
+}
+
+// serveHTTP echoes the Authorization header; /slow-headers waits before
+// answering, /slow-body streams slowly, /unavailable asks for a retry.
+func (s *served) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/slow-headers":
+		select {
+		case <-r.Context().Done():
+		case <-s.release:
+		}
+		return
+	case "/slow-body":
+		w.WriteHeader(200)
+		for i := 0; ; i++ {
+			fmt.Fprintf(w, "chunk %d\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-s.release:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	case "/unavailable":
+		w.Header().Set("Retry-After", "20")
+		w.WriteHeader(503)
+		return
+	}
+	fmt.Fprintf(w, "auth=%s\n", r.Header.Get("Authorization"))
+}
+
+func (s *served) call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.client.CallTool(ctx, name, args, nil)
+	if err != nil {
+		t.Fatalf("%s: %v\nstderr:\n%s", name, err, s.stderr)
+	}
+	return res
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func decode[T any](t *testing.T, r *mcp.CallToolResult) T {
+	t.Helper()
+	var v T
+	b, err := json.Marshal(r.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil {
+		t.Fatalf("structured content: %v (text %q)", err, resultText(r))
+	}
+	return v
+}
+
+// promptly asserts that a small request on the same session is answered
+// within a bound that only a stuck session misses.
+func (s *served) promptly(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	r := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "echo still here"})
+	if out := decode[gateway.SSHExecOutput](t, r); out.Stdout.Head != "still here\n" {
+		t.Fatalf("second request: %s", resultText(r))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("second request took %v; want prompt", d)
+	}
+}
+
+func TestServeActions(t *testing.T) {
+	s := startServed(t, "signal")
+	r := s.call(t, "list_targets", map[string]any{})
+	if text := resultText(r); !strings.Contains(text, "2 SSH targets and 1 HTTP endpoints") {
+		t.Errorf("list_targets: %s", text)
+	}
+
+	r = s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "echo out; echo err >&2; echo " + s.token + "; exit 2"})
+	out := decode[gateway.SSHExecOutput](t, r)
+	if !r.IsError || out.Status != "exited" || *out.ExitCode != 2 || out.Stderr.Head != "err\n" {
+		t.Errorf("ssh_exec: %+v (text %q)", out, resultText(r))
+	}
+	if out.Stdout.Head != "out\n[REDACTED:api-token]\n" {
+		t.Errorf("stdout %q; want the token redacted", out.Stdout.Head)
+	}
+
+	r = s.call(t, "http_request", map[string]any{"endpoint": "api", "method": "GET", "path": "/echo"})
+	h := decode[gateway.HTTPRequestOutput](t, r)
+	if r.IsError || h.HTTPStatus != 200 || h.Body.Head != "auth=Bearer [REDACTED:api-token]\n" {
+		t.Errorf("http_request: %+v (text %q)", h, resultText(r))
+	}
+
+	r = s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "seq 1 300000"})
+	big := decode[gateway.SSHExecOutput](t, r)
+	if !big.Stdout.Truncated || !strings.Contains(resultText(r), "read_output") {
+		t.Errorf("a large output should be truncated with a way to read the rest: %s", resultText(r))
+	}
+	r = s.call(t, "read_output", map[string]any{"handle": big.Handle, "stream": "stdout", "offset": -7})
+	if p := decode[gateway.Page](t, r); p.Data != "300000\n" || !p.EOF {
+		t.Errorf("read_output from the end: %+v", p)
+	}
+	r = s.call(t, "search_output", map[string]any{"handle": big.Handle, "stream": "stdout", "pattern": "^29999[0-9]$", "max_matches": 2})
+	if m := decode[gateway.SearchResult](t, r); len(m.Matches) != 2 || m.Matches[0].Line != 299990 {
+		t.Errorf("search_output: %+v", m)
+	}
+	r = s.call(t, "read_output", map[string]any{"handle": "out_nope", "stream": "stdout"})
+	if !r.IsError {
+		t.Errorf("read_output of an unknown handle: isError false; want a tool error")
+	}
+	r = s.call(t, "ssh_exec", map[string]any{"target": "nowhere", "command": "true"})
+	if !r.IsError || !strings.Contains(resultText(r), `unknown SSH target "nowhere"`) {
+		t.Errorf("unknown target: %s", resultText(r))
+	}
+	s.client.Close()
+	s.assertNoSecret(t)
+	// Three actions ran (the refusals named no configured target).
+	if n, err := gateway.VerifyAudit(filepath.Join(s.state, "audit.jsonl")); err != nil || n != 6 {
+		t.Errorf("audit log: %d records, %v; want a verified chain of 6", n, err)
+	}
+}
+
+// assertNoSecret checks that no secret value reached the host, stderr (at
+// debug level) or any file the server wrote.
+func (s *served) assertNoSecret(t *testing.T) {
+	t.Helper()
+	key := strings.TrimSpace(string(s.sshd.ClientKey))
+	keyBody := strings.Split(key, "\n")[1] // a line of the PEM body
+	if strings.Contains(s.stderr.String(), s.token) || strings.Contains(s.stderr.String(), keyBody) {
+		t.Errorf("a secret reached the server's stderr")
+	}
+	filepath.Walk(s.state, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(path)
+		if bytes.Contains(data, []byte(s.token)) || bytes.Contains(data, []byte(keyBody)) {
+			t.Errorf("%s holds a secret", path)
+		}
+		return nil
+	})
+}
+
+// waitPID reads the PID a remote command wrote to path.
+func waitPID(t *testing.T, path string) int {
+	t.Helper()
+	return sshtest.ReadPID(t, path, 10*time.Second)
+}
+
+// outcomeOf finds the outcome record of the action whose intent ran command.
+func outcomeOf(t *testing.T, state, command string) gateway.AuditRecord {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(filepath.Join(state, "audit.jsonl"))
+		handle := ""
+		for _, line := range strings.Split(string(data), "\n") {
+			var r gateway.AuditRecord
+			if json.Unmarshal([]byte(line), &r) != nil {
+				continue
+			}
+			if r.Kind == "intent" && r.Command == command {
+				handle = r.Handle
+			}
+			if r.Kind == "outcome" && handle != "" && r.Handle == handle {
+				return r
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no outcome record for %q", command)
+	return gateway.AuditRecord{}
+}
+
+func TestServeCancelSSH(t *testing.T) {
+	for _, mode := range []string{"signal", "wrapper"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startServed(t, mode)
+			tests := []struct {
+				name    string
+				command func(pidFile string) string
+			}{
+				{"during output", func(p string) string { return "echo $$ > " + p + "; exec yes" }},
+				{"while silent", func(p string) string { return "echo $$ > " + p + "; exec sleep 60" }},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					pidFile := filepath.Join("/tmp", "actiongw-cancel-"+randomHex(t, 6))
+					t.Cleanup(func() { os.Remove(pidFile) })
+					command := tt.command(pidFile)
+					p, err := s.client.StartTool(context.Background(), "ssh_exec", map[string]any{"target": "box", "command": command}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pid := waitPID(t, pidFile)
+					time.Sleep(200 * time.Millisecond) // let output flow
+					cancelled := time.Now()
+					if err := s.client.Cancel(p.ID(), "test cancel"); err != nil {
+						t.Fatal(err)
+					}
+					if !sshtest.WaitGone(pid, 5*time.Second) {
+						t.Fatalf("remote process %d still running 5s after the cancel", pid)
+					}
+					t.Logf("cancel -> remote process gone: %v", time.Since(cancelled))
+					s.promptly(t)
+					rec := outcomeOf(t, s.state, command)
+					if rec.Status != "cancelled" || rec.RemoteStopped == nil || !*rec.RemoteStopped {
+						t.Errorf("outcome %+v; want cancelled with remote_stopped true", rec)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestServeCancelBeforeConnected(t *testing.T) {
+	s := startServed(t, "signal")
+	p, err := s.client.StartTool(context.Background(), "ssh_exec", map[string]any{"target": "hang", "command": "true"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the dial is waiting for a banner
+	if err := s.client.Cancel(p.ID(), "test cancel"); err != nil {
+		t.Fatal(err)
+	}
+	s.promptly(t)
+	if rec := outcomeOf(t, s.state, "true"); rec.Status != "cancelled" {
+		t.Errorf("outcome %+v; want cancelled", rec)
+	}
+}
+
+func TestServeCancelAfterResponse(t *testing.T) {
+	s := startServed(t, "signal")
+	p, err := s.client.StartTool(context.Background(), "ssh_exec", map[string]any{"target": "box", "command": "echo done"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitTool(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A cancel for a call that already answered is harmless.
+	if err := s.client.Cancel(p.ID(), "late"); err != nil {
+		t.Fatal(err)
+	}
+	s.promptly(t)
+}
+
+func TestServeCancelHTTP(t *testing.T) {
+	s := startServed(t, "signal")
+	for _, path := range []string{"/slow-headers", "/slow-body", "/unavailable"} {
+		t.Run(path, func(t *testing.T) {
+			p, err := s.client.StartTool(context.Background(), "http_request", map[string]any{"endpoint": "api", "method": "GET", "path": path}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(400 * time.Millisecond) // in the phase: headers wait, body, or retry backoff
+			if err := s.client.Cancel(p.ID(), "test cancel"); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := s.call(t, "http_request", map[string]any{"endpoint": "api", "method": "GET", "path": "/echo"})
+			if r.IsError || time.Since(start) > 5*time.Second {
+				t.Errorf("second request after the cancel: %s after %v", resultText(r), time.Since(start))
+			}
+		})
+	}
+	data, _ := os.ReadFile(filepath.Join(s.state, "audit.jsonl"))
+	if n := strings.Count(string(data), `"status":"cancelled"`); n != 3 {
+		t.Errorf("%d cancelled outcomes in the audit log; want 3:\n%s", n, data)
+	}
+}
