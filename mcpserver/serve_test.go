@@ -1,0 +1,104 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/actiongw/actiongw/gateway"
+)
+
+// bigTool adds a tool whose result is larger than any pipe buffer, so a
+// host that does not read leaves the writer stuck.
+func bigTool(s *mcp.Server, _ *toolEnv) {
+	type in struct{}
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(context.Context, *mcp.CallToolRequest, in) (*mcp.CallToolResult, any, error) {
+		return textResult("%s", strings.Repeat("x", 4<<20)), nil, nil
+	})
+}
+
+func init() { toolSets = append(toolSets, bigTool) }
+
+const initFrames = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}
+`
+
+// startServe runs Serve in process over real pipes.
+func startServe(t *testing.T, ctx context.Context) (hostIn *os.File, hostOut *bufio.Reader, done chan error) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, inR, outW, Options{Config: gateway.Default(), Version: "test"})
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		outR.Close()
+		inR.Close()
+		outW.Close()
+	})
+	if _, err := inW.WriteString(initFrames); err != nil {
+		t.Fatal(err)
+	}
+	return inW, bufio.NewReader(outR), done
+}
+
+func waitServe(t *testing.T, done chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+		return nil
+	}
+}
+
+func TestServeEndsAtEOF(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	hostIn, hostOut, done := startServe(t, context.Background())
+	if line, err := hostOut.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: got %q, %v", line, err)
+	}
+	if _, err := hostIn.WriteString(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := hostOut.ReadString('\n'); err != nil || line != `{"jsonrpc":"2.0","id":2,"result":{}}`+"\n" {
+		t.Fatalf("ping: got %q, %v", line, err)
+	}
+	hostIn.Close()
+	if err := waitServe(t, done); err != nil {
+		t.Errorf("Serve at EOF: got %v; want nil", err)
+	}
+}
+
+// TestServeCancelWhileBlocked: with stdout stuck (nobody reads it) and stdin
+// still open, cancelling the context ends Serve and all its goroutines.
+func TestServeCancelWhileBlocked(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	hostIn, _, done := startServe(t, ctx)
+	if _, err := hostIn.WriteString(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{}}}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the writer block on the full pipe
+	stop := errors.New("test stop")
+	cancel(stop)
+	if err := waitServe(t, done); !errors.Is(err, stop) {
+		t.Errorf("Serve after cancel: got %v; want the cause %v", err, stop)
+	}
+}
