@@ -86,8 +86,6 @@ func needKeyring(t *testing.T) {
 	}
 }
 
-
-
 // canaryEnv is an environment whose every writable place (HOME, XDG
 // directories, TMPDIR) lies under root, so that the test can search all
 // files the command wrote.
