@@ -153,12 +153,12 @@ type ActionOutput struct {
 	meta   actionMeta
 	dirErr error // the action directory could not be made: nothing is spooled
 
+	finish sync.Once
+
+	// Guarded by spool.mu; read-only once the action is finished.
 	captures []*Capture
 	streams  []*spoolStream
-	finish   sync.Once
-
-	// Guarded by spool.mu.
-	running bool
+	running  bool
 }
 
 type actionMeta struct {
@@ -222,8 +222,10 @@ func (a *ActionOutput) Capture(stream string, red *Redactor, lim CaptureLimits) 
 		st.f = f
 	}
 	c := newCapture(red, lim, st)
+	a.spool.mu.Lock() // eviction reads the streams of running actions
 	a.captures = append(a.captures, c)
 	a.streams = append(a.streams, st)
+	a.spool.mu.Unlock()
 	return c
 }
 

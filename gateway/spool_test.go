@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,5 +248,42 @@ func TestSpoolUnwritableDir(t *testing.T) {
 	sum := c.Summary()
 	if sum.Bytes != 14 || sum.Head != "still counted\n" || sum.SpoolError == "" || sum.Retained != nil {
 		t.Errorf("got %+v; want counts, preview and a spool error", sum)
+	}
+}
+
+// TestSpoolConcurrent runs actions side by side with reads and evictions;
+// run it with -race.
+func TestSpoolConcurrent(t *testing.T) {
+	sp, err := OpenSpool(t.TempDir(), SpoolOptions{MaxBytes: 64 << 10, RetainHeadBytes: 4 << 10, RetainTailBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, err := NewRedactor(map[string][]byte{"k": []byte("secret-value")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []byte(strings.Repeat("a secret-value in a line\n", 2000))
+	want := sha(red.Redact(in))
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for range 10 {
+				act, sum := spoolOne(t, sp, red, in)
+				if sum.SHA256 != want {
+					err = fmt.Errorf("got sha %s; want %s", sum.SHA256, want)
+				}
+				// Another goroutine's eviction may already have taken it.
+				if _, rerr := sp.Read(act.Handle(), "stdout", -100, false, 0); rerr != nil && !errors.Is(rerr, ErrUnknownHandle) {
+					err = rerr
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
