@@ -60,7 +60,9 @@ const usage = `actiongw runs SSH commands and HTTP calls for an AI agent over MC
 with credentials kept in the OS keyring.
 
 Usage:
+  actiongw demo                     try it: a built-in sandbox driven over MCP (nothing to set up)
   actiongw serve [-config PATH]     serve MCP on stdin/stdout
+  actiongw serve -demo              serve the built-in sandbox to any MCP client
   actiongw secret set NAME          store a secret (no-echo prompt, or stdin)
   actiongw secret delete NAME       remove a secret
   actiongw secret list [-config P]  names the config references, present or not
@@ -83,6 +85,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	switch cmd {
 	case "serve":
 		return c.serve(ctx, rest)
+	case "demo":
+		return c.demo(ctx, rest)
 	case "secret":
 		return c.secret(ctx, rest)
 	case "check":

@@ -4,30 +4,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/demo"
 	"github.com/actiongw/actiongw/mcpserver"
 )
 
-func (c *cli) serve(ctx context.Context, args []string) error {
-	fs := c.flags("serve", "serve [-config PATH]")
+func (c *cli) serve(ctx context.Context, args []string) (err error) {
+	fs := c.flags("serve", "serve [-config PATH | -demo]")
 	configPath := fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
+	demoMode := fs.Bool("demo", false, "serve the built-in sandbox (a loopback SSH server and HTTP API with in-memory credentials) instead of a config")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	cfg, err := c.loadConfig(*configPath)
-	if err != nil {
-		return err
+	if *demoMode && *configPath != "" {
+		return &usageError{"serve: -demo and -config are exclusive"}
 	}
+	if !*demoMode {
+		cfg, err := c.loadConfig(*configPath)
+		if err != nil {
+			return err
+		}
+		return c.serveMCP(ctx, cfg, c.keyring(), newLogger(c.stderr, cfg.Server.LogLevel))
+	}
+	logger := newLogger(c.stderr, "info")
+	sb, err := demo.Start(ctx, logger)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer func() { err = errors.Join(err, sb.Close()) }()
+	return c.serveMCP(ctx, sb.Config, sb.Secrets, logger)
+}
+
+// serveMCP serves one MCP session on stdin/stdout with a gateway over cfg
+// and store.
+func (c *cli) serveMCP(ctx context.Context, cfg *gateway.Config, store gateway.SecretStore, logger *slog.Logger) error {
 	// From here on fd 1 is stderr: a stray print cannot corrupt the stream.
 	out, err := mcpserver.TakeStdout()
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer out.Close()
-	logger := newLogger(c.stderr, cfg.Server.LogLevel)
-	gw, err := gateway.New(ctx, gateway.Options{Config: cfg, Secrets: c.keyring(), Logger: logger})
+	gw, err := gateway.New(ctx, gateway.Options{Config: cfg, Secrets: store, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
