@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/httpact"
-	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
 )
@@ -61,20 +60,6 @@ type Gateway struct {
 	active atomic.Int64
 }
 
-type sshTarget struct {
-	target   *sshexec.Target // nil when err is set
-	err      error           // why the target cannot be used (a missing secret)
-	commands *policy.Commands
-	output   int64
-	stdin    int64
-}
-
-type httpEndpoint struct {
-	endpoint *httpact.Endpoint
-	err      error
-	requests *policy.Requests
-}
-
 // New loads every secret the config references, registers them with the
 // redactor, and opens the spool and the audit log under the state
 // directory. A secret that cannot be loaded makes only the targets that use
@@ -86,17 +71,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	store := opts.Secrets
-	if store == nil {
-		store = &secrets.Keyring{}
-	}
-	values, loadErrs := loadSecrets(ctx, store, cfg.SecretNames())
-	for name, err := range loadErrs {
-		log.Warn("secret not loaded; targets that use it will fail", "secret", name, "error", err)
-	}
-	raw := make(map[string][]byte, len(values))
-	for name, v := range values {
-		raw[name] = v.Reveal()
-	}
+	tg, raw := loadTargets(ctx, cfg, store, log)
 	red, err := NewRedactor(raw)
 	if err != nil {
 		return nil, err
@@ -130,115 +105,11 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		cfg: cfg, log: log, red: red, spool: spool, audit: audit,
 		ssh: sshexec.NewPool(log), http: httpact.NewClient(log),
 		limit:         newLimiter(cfg.Server.MaxConcurrentActions, perTarget, queueWait),
-		sshTargets:    map[string]*sshTarget{},
-		httpEndpoints: map[string]*httpEndpoint{},
+		sshTargets:    tg.ssh,
+		httpEndpoints: tg.http,
 	}
 	g.ctx, g.cancel = context.WithCancelCause(context.Background())
-	for name := range cfg.SSH {
-		g.sshTargets[name] = g.buildSSHTarget(name, values, loadErrs)
-	}
-	for name := range cfg.HTTP {
-		g.httpEndpoints[name] = g.buildHTTPEndpoint(name, values, loadErrs)
-	}
 	return g, nil
-}
-
-func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[string]secrets.Value, map[string]error) {
-	values, errs := map[string]secrets.Value{}, map[string]error{}
-	var whole error // an error of the keyring as a whole applies to every name
-	for _, name := range names {
-		if whole != nil {
-			errs[name] = whole
-			continue
-		}
-		v, err := store.Get(ctx, name)
-		switch {
-		case errors.Is(err, secrets.ErrNoService), errors.Is(err, secrets.ErrLocked):
-			whole, errs[name] = err, err
-		case err != nil:
-			errs[name] = err
-		default:
-			values[name] = v
-		}
-	}
-	return values, errs
-}
-
-// secretBytes returns the named secret, or the error that kept it from
-// loading; "" gives nil.
-func secretBytes(name string, values map[string]secrets.Value, errs map[string]error) ([]byte, error) {
-	if name == "" {
-		return nil, nil
-	}
-	if err := errs[name]; err != nil {
-		return nil, err
-	}
-	return values[name].Reveal(), nil
-}
-
-func (g *Gateway) buildSSHTarget(name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
-	c := g.cfg.SSH[name]
-	st := &sshTarget{output: c.OutputLimit, stdin: c.MaxStdinBytes}
-	// Patterns were compiled once by Validate; this cannot fail.
-	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
-	if st.err != nil {
-		return st
-	}
-	var build func(name string, depth int) (*sshexec.Target, error)
-	build = func(name string, depth int) (*sshexec.Target, error) {
-		c := g.cfg.SSH[name]
-		t := &sshexec.Target{
-			Name: name, Host: c.Host, Port: c.Port, User: c.User,
-			KnownHostsPath: c.KnownHosts, HostKey: c.HostKey,
-			MaxSessions: c.MaxSessions, Keepalive: c.Keepalive, MaxTimeout: c.MaxTimeout,
-			StopMode: sshexec.StopMode(c.StopMode), UsePTY: c.PTY,
-		}
-		var err1, err2, err3 error
-		t.Auth.PrivateKey, err1 = secretBytes(c.KeySecret, values, errs)
-		t.Auth.Passphrase, err2 = secretBytes(c.PassphraseSecret, values, errs)
-		t.Auth.Password, err3 = secretBytes(c.PasswordSecret, values, errs)
-		t.Auth.Agent = c.Agent
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, fmt.Errorf("target %q: %w", name, err)
-		}
-		if c.Jump != "" {
-			j, err := build(c.Jump, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("jump host: %w", err)
-			}
-			t.Jump = j
-		}
-		return t, nil
-	}
-	st.target, st.err = build(name, 0)
-	return st
-}
-
-func (g *Gateway) buildHTTPEndpoint(name string, values map[string]secrets.Value, errs map[string]error) *httpEndpoint {
-	c := g.cfg.HTTP[name]
-	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}}
-	e := &httpact.Endpoint{
-		Name: name, BaseURL: c.BaseURL, Methods: c.Methods, Paths: c.Paths,
-		Timeout: c.Timeout, MaxTimeout: c.MaxTimeout, MaxRequestBody: c.MaxRequestBytes,
-		MaxResponseBody: g.cfg.Server.RetainHeadBytes + g.cfg.Server.RetainTailBytes + c.DrainCap,
-		AllowPrivate:    c.AllowPrivate, FollowRedirects: c.FollowRedirects,
-		HeaderAllow: c.HeaderAllow, HeaderDeny: c.HeaderDeny, ResponseHeaders: c.ResponseHeaders,
-		Retry: httpact.RetryPolicy{MaxAttempts: c.MaxAttempts},
-		Auth:  httpact.Auth{Kind: c.Auth, User: []byte(c.User), Header: c.Header, Param: c.Param},
-	}
-	var err1, err2 error
-	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
-	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
-	if err := errors.Join(err1, err2); err != nil {
-		he.err = fmt.Errorf("endpoint %q: %w", name, err)
-		return he
-	}
-	if err := e.Validate(); err != nil {
-		he.err = err
-		return he
-	}
-	he.endpoint = e
-	return he
 }
 
 // ActiveActions is the number of actions running now.

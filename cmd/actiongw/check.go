@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/secrets"
@@ -48,18 +49,32 @@ type checkRow struct {
 	err    error
 }
 
-// checkRows checks every referenced secret; a missing one says how to set it.
+// checkRows checks every referenced secret, then every target as a call
+// would use it: SSH targets are dialled, their host keys verified and the
+// login tried.
 func (c *cli) checkRows(ctx context.Context, cfg *gateway.Config) []checkRow {
 	var rows []checkRow
 	kr := c.keyring()
-	for _, name := range cfg.SecretNames() {
+	names := cfg.SecretNames()
+	stored, err := lookupSecrets(ctx, kr, names)
+	if err != nil {
+		// The keyring as a whole failed: one row says why, and the targets
+		// that need secrets fail below with the same error.
+		rows = append(rows, checkRow{item: "keyring", err: err})
+	}
+	for _, name := range names {
+		if err != nil {
+			break
+		}
 		row := checkRow{item: "secret " + name, detail: "present in the keyring"}
-		if ok, err := kr.Present(ctx, name); err != nil {
-			row.err = err
-		} else if !ok {
+		if !stored[name] {
 			row.err = &secrets.NotFoundError{Name: name}
 		}
 		rows = append(rows, row)
+	}
+	log := newLogger(c.stderr, "error")
+	for _, tc := range gateway.CheckTargets(ctx, cfg, kr, log, 15*time.Second) {
+		rows = append(rows, checkRow{item: tc.Kind + " " + tc.Name, detail: tc.Detail, err: tc.Err})
 	}
 	return rows
 }

@@ -1,0 +1,74 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/secrets"
+)
+
+func TestCheck(t *testing.T) {
+	needKeyring(t)
+	sshd := sshtest.Start(t, sshtest.Options{})
+	service := "actiongw-test-" + randomHex(t, 6)
+	kr := &secrets.Keyring{Service: service}
+	ctx := context.Background()
+	if err := kr.Set(ctx, "box-key", sshd.ClientKey); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kr.Delete(ctx, "box-key") })
+	// A known_hosts file that records another key for the host.
+	_, other := sshtest.NewKey(t)
+	wrongKnown := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(wrongKnown, []byte(sshd.KnownHostsLine(other.PublicKey())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := func(name, known, secret string) string {
+		return fmt.Sprintf("[ssh.%s]\nhost = \"127.0.0.1\"\nport = %d\nuser = %q\nkey_secret = %q\nknown_hosts = %q\n",
+			name, sshd.Port, sshd.User, secret, known)
+	}
+	tests := []struct {
+		name     string
+		config   string
+		wantExit int
+		want     []string
+	}{
+		{"all good", target("box", sshd.KnownHosts, "box-key"), 0,
+			[]string{"secret box-key", "present in the keyring", "ssh box", "host key verified"}},
+		{"changed host key", target("box", wrongKnown, "box-key"), 1,
+			[]string{"ssh box", "FAIL", sshd.Fingerprint()}},
+		{"missing secret", target("box", sshd.KnownHosts, "no-such-key"), 1,
+			[]string{"secret no-such-key", "FAIL", "actiongw secret set no-such-key"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgPath := filepath.Join(t.TempDir(), "config.toml")
+			cfg := fmt.Sprintf("[server]\nstate_dir = %q\n%s", t.TempDir(), tt.config)
+			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(actiongwBinary(t), "check", "-config", cfgPath)
+			cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+service)
+			out, _ := cmd.CombinedOutput()
+			if got := cmd.ProcessState.ExitCode(); got != tt.wantExit {
+				t.Errorf("exit status %d; want %d\n%s", got, tt.wantExit, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(string(out), strings.Split(string(sshd.ClientKey), "\n")[1]) {
+				t.Errorf("check printed the private key")
+			}
+		})
+	}
+}

@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/actiongw/actiongw/httpact"
+	"github.com/actiongw/actiongw/policy"
+	"github.com/actiongw/actiongw/secrets"
+	"github.com/actiongw/actiongw/sshexec"
+)
+
+type sshTarget struct {
+	target   *sshexec.Target // nil when err is set
+	err      error           // why the target cannot be used (a missing secret)
+	commands *policy.Commands
+	output   int64
+	stdin    int64
+}
+
+type httpEndpoint struct {
+	endpoint *httpact.Endpoint
+	err      error
+	requests *policy.Requests
+}
+
+// targets are the configured targets, ready to use: credentials from the
+// keyring, compiled rules, or the error that keeps each from being used.
+type targets struct {
+	ssh  map[string]*sshTarget
+	http map[string]*httpEndpoint
+}
+
+// loadTargets reads every secret cfg references from store (nil: the OS
+// keyring) and builds the targets. It also returns the loaded values by
+// name, for the redactor.
+func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.Logger) (*targets, map[string][]byte) {
+	if store == nil {
+		store = &secrets.Keyring{}
+	}
+	values, errs := loadSecrets(ctx, store, cfg.SecretNames())
+	for name, err := range errs {
+		log.Warn("secret not loaded; targets that use it will fail", "secret", name, "error", err)
+	}
+	raw := make(map[string][]byte, len(values))
+	for name, v := range values {
+		raw[name] = v.Reveal()
+	}
+	tg := &targets{ssh: map[string]*sshTarget{}, http: map[string]*httpEndpoint{}}
+	for name := range cfg.SSH {
+		tg.ssh[name] = buildSSHTarget(cfg, name, values, errs)
+	}
+	for name := range cfg.HTTP {
+		tg.http[name] = buildHTTPEndpoint(cfg, name, values, errs)
+	}
+	return tg, raw
+}
+
+func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[string]secrets.Value, map[string]error) {
+	values, errs := map[string]secrets.Value{}, map[string]error{}
+	var whole error // an error of the keyring as a whole applies to every name
+	for _, name := range names {
+		if whole != nil {
+			errs[name] = whole
+			continue
+		}
+		v, err := store.Get(ctx, name)
+		switch {
+		case errors.Is(err, secrets.ErrNoService), errors.Is(err, secrets.ErrLocked):
+			whole, errs[name] = err, err
+		case err != nil:
+			errs[name] = err
+		default:
+			values[name] = v
+		}
+	}
+	return values, errs
+}
+
+// secretBytes returns the named secret, or the error that kept it from
+// loading; "" gives nil.
+func secretBytes(name string, values map[string]secrets.Value, errs map[string]error) ([]byte, error) {
+	if name == "" {
+		return nil, nil
+	}
+	if err := errs[name]; err != nil {
+		return nil, err
+	}
+	return values[name].Reveal(), nil
+}
+
+func buildSSHTarget(cfg *Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
+	c := cfg.SSH[name]
+	st := &sshTarget{output: c.OutputLimit, stdin: c.MaxStdinBytes}
+	// Patterns were compiled once by Validate; this cannot fail.
+	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
+	if st.err != nil {
+		return st
+	}
+	var build func(name string, depth int) (*sshexec.Target, error)
+	build = func(name string, depth int) (*sshexec.Target, error) {
+		c := cfg.SSH[name]
+		t := &sshexec.Target{
+			Name: name, Host: c.Host, Port: c.Port, User: c.User,
+			KnownHostsPath: c.KnownHosts, HostKey: c.HostKey,
+			MaxSessions: c.MaxSessions, Keepalive: c.Keepalive, MaxTimeout: c.MaxTimeout,
+			StopMode: sshexec.StopMode(c.StopMode), UsePTY: c.PTY,
+		}
+		var err1, err2, err3 error
+		t.Auth.PrivateKey, err1 = secretBytes(c.KeySecret, values, errs)
+		t.Auth.Passphrase, err2 = secretBytes(c.PassphraseSecret, values, errs)
+		t.Auth.Password, err3 = secretBytes(c.PasswordSecret, values, errs)
+		t.Auth.Agent = c.Agent
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
+		if c.Jump != "" {
+			j, err := build(c.Jump, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("jump host: %w", err)
+			}
+			t.Jump = j
+		}
+		return t, nil
+	}
+	st.target, st.err = build(name, 0)
+	return st
+}
+
+func buildHTTPEndpoint(cfg *Config, name string, values map[string]secrets.Value, errs map[string]error) *httpEndpoint {
+	c := cfg.HTTP[name]
+	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}}
+	e := &httpact.Endpoint{
+		Name: name, BaseURL: c.BaseURL, Methods: c.Methods, Paths: c.Paths,
+		Timeout: c.Timeout, MaxTimeout: c.MaxTimeout, MaxRequestBody: c.MaxRequestBytes,
+		MaxResponseBody: cfg.Server.RetainHeadBytes + cfg.Server.RetainTailBytes + c.DrainCap,
+		AllowPrivate:    c.AllowPrivate, FollowRedirects: c.FollowRedirects,
+		HeaderAllow: c.HeaderAllow, HeaderDeny: c.HeaderDeny, ResponseHeaders: c.ResponseHeaders,
+		Retry: httpact.RetryPolicy{MaxAttempts: c.MaxAttempts},
+		Auth:  httpact.Auth{Kind: c.Auth, User: []byte(c.User), Header: c.Header, Param: c.Param},
+	}
+	var err1, err2 error
+	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
+	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
+	if err := errors.Join(err1, err2); err != nil {
+		he.err = fmt.Errorf("endpoint %q: %w", name, err)
+		return he
+	}
+	if err := e.Validate(); err != nil {
+		he.err = err
+		return he
+	}
+	he.endpoint = e
+	return he
+}
+
+// TargetCheck is what `actiongw check` reports of one target.
+type TargetCheck struct {
+	Kind   string // "ssh" or "http"
+	Name   string
+	Detail string // what was verified, when Err is nil
+	Err    error
+}
+
+// CheckTargets builds every target from cfg and store and, for SSH targets,
+// dials, verifies the host key and logs in (each within timeout); the
+// errors are the ones a tool call would get, such as *sshexec.HostKeyError
+// with the presented fingerprint.
+func CheckTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.Logger, timeout time.Duration) []TargetCheck {
+	tg, _ := loadTargets(ctx, cfg, store, log)
+	pool := sshexec.NewPool(log)
+	defer pool.Close()
+	checks := make([]TargetCheck, 0, len(tg.ssh)+len(tg.http))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for name, st := range tg.ssh {
+		wg.Go(func() {
+			c := TargetCheck{Kind: "ssh", Name: name, Err: st.err}
+			if c.Err == nil {
+				cctx, cancel := context.WithTimeout(ctx, timeout)
+				c.Err = pool.Check(cctx, st.target)
+				cancel()
+				t := cfg.SSH[name]
+				c.Detail = fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port)
+			}
+			mu.Lock()
+			checks = append(checks, c)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for name, he := range tg.http {
+		c := TargetCheck{Kind: "http", Name: name, Err: he.err}
+		if c.Err == nil {
+			c.Detail = "credentials loaded for " + he.endpoint.BaseURL + " (not dialled)"
+		}
+		checks = append(checks, c)
+	}
+	sort.Slice(checks, func(i, j int) bool {
+		return checks[i].Kind+checks[i].Name < checks[j].Kind+checks[j].Name
+	})
+	return checks
+}
