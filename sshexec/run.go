@@ -158,7 +158,7 @@ func stopStatus(cause error) Status {
 // dialled again once; a server that refuses a session because too many are
 // open makes the call wait for a slot.
 func (p *Pool) session(ctx context.Context, t *Target) (*conn, ssh.Channel, <-chan *ssh.Request, error) {
-	for redials := 0; ; {
+	for redials, refusals := 0, 0; ; {
 		c, err := p.conn(ctx, t)
 		if err != nil {
 			return nil, nil, nil, err
@@ -180,6 +180,17 @@ func (p *Pool) session(ctx context.Context, t *Target) (*conn, ssh.Channel, <-ch
 			continue
 		}
 		c.release()
+		// A session that just ended may still count on the server for a
+		// moment: retry a refusal a few times before reporting it.
+		if refused != nil && refusals < 5 {
+			refusals++
+			select {
+			case <-time.After(time.Duration(refusals) * 20 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+				return nil, nil, nil, context.Cause(ctx)
+			}
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil, nil, nil, err

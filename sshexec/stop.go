@@ -22,6 +22,9 @@ const controlTimeout = 10 * time.Second
 func (r *run) stop() bool {
 	grace := r.target.stopGrace()
 	useSignal := r.target.StopMode != StopWrapper
+	// A command stopped right after it started may not have reported its
+	// process group yet; without it, nothing could be verified.
+	r.s.waitPGID(grace)
 	for _, sig := range []string{"TERM", "KILL"} {
 		if r.s.ended() {
 			return r.verify()

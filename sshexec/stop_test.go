@@ -202,7 +202,7 @@ func TestStopBeforeStart(t *testing.T) {
 			Request{Command: "true", Timeout: 300 * time.Millisecond}, StatusTimeout},
 		{"cancel", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancelCause(context.Background())
-			time.AfterFunc(300*time.Millisecond, func() { cancel(errTestCancel) })
+			time.AfterFunc(100*time.Millisecond, func() { cancel(errTestCancel) })
 			return ctx, func() { cancel(nil) }
 		}, Request{Command: "true"}, StatusCancelled},
 		{"target maximum", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
