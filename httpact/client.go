@@ -145,6 +145,9 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // Result with a nil error.
 func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {
 	start := time.Now()
+	if body == nil {
+		body = io.Discard
+	}
 	out, err := e.prepare(&r)
 	if err != nil {
 		return nil, err
@@ -239,6 +242,11 @@ func (res *Result) fail(ctx context.Context, method string, err error) {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	// net/http quotes an unparsable Location, which a server may have
+	// filled with anything, the credential included.
+	if strings.HasPrefix(err.Error(), "failed to parse Location header") {
+		err = errors.New("the response's Location header is not a valid URL")
+	}
 	res.Status = StatusFailed
 	res.Err = err
 	res.Reason = fmt.Sprintf("%s %s: %v", method, res.URL, err)
@@ -285,10 +293,16 @@ func selectHeaders(h http.Header, patterns []string) map[string]string {
 	return out
 }
 
+// copyBufs holds copyBody's buffers: allocating and zeroing 32 KiB per
+// request was a sixth of a small request's CPU time.
+var copyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
 // copyBody copies at most limit bytes of r into w and reports whether r
 // had more.
 func copyBody(w io.Writer, r io.Reader, limit int64) (n int64, cut bool, err error) {
-	buf := make([]byte, 32<<10)
+	b := copyBufs.Get().(*[32 << 10]byte)
+	defer copyBufs.Put(b)
+	buf := b[:]
 	n, err = io.CopyBuffer(w, io.LimitReader(r, limit), buf)
 	if err != nil || n < limit {
 		return n, false, err

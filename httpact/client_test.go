@@ -172,6 +172,23 @@ func TestRedirects(t *testing.T) {
 	}
 }
 
+func TestBadLocationNotQuoted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/x%zz?token="+testToken)
+		w.WriteHeader(http.StatusFound)
+	}))
+	defer srv.Close()
+	c, logs := newTestClient(t)
+	res, err := c.Do(context.Background(), testEndpoint(srv, bearer()), Request{Method: "GET"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusFailed || !strings.Contains(res.Reason, "Location header is not a valid URL") {
+		t.Errorf("got %s %q; want failed naming the Location header", res.Status, res.Reason)
+	}
+	checkNoSecret(t, logs, res)
+}
+
 func TestRequestRefused(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))

@@ -142,13 +142,20 @@ func (e *EndpointError) Error() string {
 // values, which may not be loaded yet; Client.Do checks those. It returns an
 // *EndpointError.
 func (e *Endpoint) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &EndpointError{Endpoint: e.Name, Field: field, Reason: fmt.Sprintf(format, args...)}
+	_, err := e.validate()
+	return err
+}
+
+// validate is Validate, returning the parsed base URL.
+func (e *Endpoint) validate() (*url.URL, error) {
+	bad := func(field, format string, args ...any) (*url.URL, error) {
+		return nil, &EndpointError{Endpoint: e.Name, Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	if e.Name == "" {
 		return bad("name", "must not be empty")
 	}
-	if _, err := parseBaseURL(e.BaseURL); err != nil {
+	base, err := parseBaseURL(e.BaseURL)
+	if err != nil {
 		return bad("base_url", "%s", err)
 	}
 	for _, m := range e.Methods {
@@ -211,7 +218,7 @@ func (e *Endpoint) Validate() error {
 	default:
 		return bad("auth", "unknown kind %q (none, bearer, basic, header, query)", e.Auth.Kind)
 	}
-	return nil
+	return base, nil
 }
 
 // checkSecrets checks the credential values Do is about to inject.

@@ -67,13 +67,13 @@ type outgoing struct {
 // *RequestError for an agent mistake and an *EndpointError for a
 // configuration or credential problem.
 func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
-	if err := e.Validate(); err != nil {
+	base, err := e.validate()
+	if err != nil {
 		return nil, err
 	}
 	if err := e.checkSecrets(); err != nil {
 		return nil, err
 	}
-	base, _ := parseBaseURL(e.BaseURL) // checked by Validate
 
 	method := strings.ToUpper(r.Method)
 	if !validToken(method) {

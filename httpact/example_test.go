@@ -1,0 +1,47 @@
+package httpact_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+
+	"github.com/actiongw/actiongw/httpact"
+)
+
+func ExampleClient_Do() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, r.URL.Path+" as "+r.Header.Get("Authorization")[:6])
+	}))
+	defer srv.Close()
+
+	c := httpact.NewClient(nil)
+	defer c.Close()
+	e := &httpact.Endpoint{
+		Name:         "api",
+		BaseURL:      srv.URL + "/v1",
+		Paths:        []string{"/repos/**"},
+		Auth:         httpact.Auth{Kind: httpact.AuthBearer, Token: []byte("from-the-keyring")},
+		AllowPrivate: true, // the test server is on loopback
+	}
+	var body bytes.Buffer
+	res, err := c.Do(context.Background(), e, httpact.Request{
+		Method: "GET", Path: "/repos/o/r", Query: url.Values{"page": {"2"}},
+	}, &body)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status, res.HTTPStatus, res.Attempts, res.Headers["content-type"])
+	fmt.Println(body.String())
+
+	_, err = c.Do(context.Background(), e, httpact.Request{Method: "GET", Path: "/repos/../admin"}, &body)
+	fmt.Println(err)
+	// Output:
+	// ok 200 1 text/plain
+	// /v1/repos/o/r as Bearer
+	// path: "/admin" is not allowed on this endpoint (allowed: /repos/**)
+}
