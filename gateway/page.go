@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"time"
 	"unicode/utf8"
@@ -59,10 +56,12 @@ type Page struct {
 // DefaultReadLimit; it is capped at MaxReadLimit. An unknown, expired or
 // malformed handle, or an unknown stream, is a *HandleError.
 func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit int) (*Page, error) {
-	a, st, err := s.lookup(handle, stream)
+	rd, err := s.open(handle, stream)
 	if err != nil {
 		return nil, err
 	}
+	defer rd.Close()
+	st := rd.st
 	if limit <= 0 {
 		limit = DefaultReadLimit
 	}
@@ -73,7 +72,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 		start = total - abs64(offset)
 	}
 	start = min(max(start, 0), total)
-	p := &Page{Handle: a.handle, Stream: stream, Offset: start, NextOffset: start, TotalBytes: total}
+	p := &Page{Handle: rd.handle, Stream: stream, Offset: start, NextOffset: start, TotalBytes: total}
 	retained, _ := st.retained()
 	// Find the retained range at or after start.
 	var r *ByteRange
@@ -96,7 +95,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 	}
 	end := min(r.End, start+int64(limit))
 	buf := make([]byte, end-start)
-	if err := st.readAt(a.dir, buf, start); err != nil {
+	if err := rd.readAt(buf, start); err != nil {
 		return nil, err
 	}
 	// Keep whole characters. A character cut by a gap cannot be shown as
@@ -111,7 +110,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 			start += int64(k)
 			buf = buf[k:]
 		}
-	} else if back := runeStartBack(st, a.dir, buf, start, r.Start); len(back) > 0 {
+	} else if back := runeStartBack(rd, buf, start, r.Start); len(back) > 0 {
 		start -= int64(len(back))
 		buf = append(back, buf...)
 	}
@@ -121,7 +120,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 		if len(buf) == 0 && !gapAfter {
 			// A limit smaller than one character: give it whole anyway.
 			buf = make([]byte, min(r.End-start, utf8.UTFMax))
-			if err := st.readAt(a.dir, buf, start); err != nil {
+			if err := rd.readAt(buf, start); err != nil {
 				return nil, err
 			}
 			buf = trimToRuneEnd(buf)
@@ -148,7 +147,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 
 // runeStartBack returns the up to 3 retained bytes before start that begin
 // the character start falls in, or nil.
-func runeStartBack(st *spoolStream, dir string, buf []byte, start, rangeStart int64) []byte {
+func runeStartBack(rd *streamReader, buf []byte, start, rangeStart int64) []byte {
 	if len(buf) == 0 || utf8.RuneStart(buf[0]) {
 		return nil
 	}
@@ -157,7 +156,7 @@ func runeStartBack(st *spoolStream, dir string, buf []byte, start, rangeStart in
 		return nil
 	}
 	back := make([]byte, n)
-	if st.readAt(dir, back, start-n) != nil {
+	if rd.readAt(back, start-n) != nil {
 		return nil
 	}
 	for i := len(back) - 1; i >= 0; i-- {
@@ -175,31 +174,6 @@ func (p *Page) setData(b []byte) {
 		return
 	}
 	p.Data, p.Encoding = base64.StdEncoding.EncodeToString(b), "base64"
-}
-
-// readAt reads retained stream bytes [off, off+len(b)) from the file.
-func (st *spoolStream) readAt(dir string, b []byte, off int64) error {
-	f, err := os.Open(filepath.Join(dir, st.meta.Name+spoolStreamFileSuffix))
-	if err != nil {
-		return fmt.Errorf("read spooled %s: %w", st.meta.Name, err)
-	}
-	defer f.Close()
-	for len(b) > 0 {
-		pos := st.fileOffset(off)
-		n := len(b)
-		if off >= st.meta.HeadCap {
-			// Stop at the end of the ring; the rest wraps to its start.
-			n = int(min(int64(n), st.meta.HeadCap+st.meta.TailCap-pos))
-		} else {
-			n = int(min(int64(n), st.meta.HeadCap-off))
-		}
-		if _, err := f.ReadAt(b[:n], pos); err != nil && err != io.EOF {
-			return fmt.Errorf("read spooled %s: %w", st.meta.Name, err)
-		}
-		b = b[n:]
-		off += int64(n)
-	}
-	return nil
 }
 
 func abs64(v int64) int64 {
@@ -253,10 +227,12 @@ func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxM
 	if err != nil {
 		return nil, &PatternError{Err: err}
 	}
-	a, st, err := s.lookup(handle, stream)
+	rd, err := s.open(handle, stream)
 	if err != nil {
 		return nil, err
 	}
+	defer rd.Close()
+	st := rd.st
 	if maxMatches <= 0 {
 		maxMatches = DefaultMaxMatches
 	}
@@ -264,12 +240,12 @@ func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxM
 	ctx, cancel := context.WithTimeoutCause(ctx, SearchTimeLimit, errSearchTime)
 	defer cancel()
 
-	res := &SearchResult{Handle: a.handle, Stream: stream, Matches: []SearchMatch{}}
+	res := &SearchResult{Handle: rd.handle, Stream: stream, Matches: []SearchMatch{}}
 	retained, _ := st.retained()
 	res.Missing = gaps(retained, st.meta.Total)
 	for _, r := range retained {
 		buf := make([]byte, r.End-r.Start)
-		if err := st.readAt(a.dir, buf, r.Start); err != nil {
+		if err := rd.readAt(buf, r.Start); err != nil {
 			return nil, err
 		}
 		// The line number at r.Start is one more than the newlines before

@@ -297,10 +297,19 @@ func (s *Spool) load(handle string) (*ActionOutput, error) {
 	return a, nil
 }
 
-// lookup finds a finished action for reading.
-func (s *Spool) lookup(handle, stream string) (*ActionOutput, *spoolStream, error) {
+// streamReader reads one finished stream. Its file is opened under the
+// spool lock, so an eviction that removes the action meanwhile does not
+// take the data from under the reader.
+type streamReader struct {
+	handle string
+	st     *spoolStream
+	f      *os.File // nil when nothing was retained
+}
+
+// open finds a finished action's stream for reading; the caller closes it.
+func (s *Spool) open(handle, stream string) (*streamReader, error) {
 	if !handlePattern.MatchString(handle) {
-		return nil, nil, &HandleError{Handle: handle, Err: ErrMalformedHandle}
+		return nil, &HandleError{Handle: handle, Err: ErrMalformedHandle}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -308,18 +317,54 @@ func (s *Spool) lookup(handle, stream string) (*ActionOutput, *spoolStream, erro
 	a := s.actions[handle]
 	switch {
 	case a == nil:
-		return nil, nil, &HandleError{Handle: handle, Err: ErrUnknownHandle}
+		return nil, &HandleError{Handle: handle, Err: ErrUnknownHandle}
 	case a.running:
-		return nil, nil, &HandleError{Handle: handle, Err: ErrActionRunning}
+		return nil, &HandleError{Handle: handle, Err: ErrActionRunning}
 	}
 	var names []string
 	for _, st := range a.streams {
-		if st.meta.Name == stream {
-			return a, st, nil
+		if st.meta.Name != stream {
+			names = append(names, st.meta.Name)
+			continue
 		}
-		names = append(names, st.meta.Name)
+		r := &streamReader{handle: handle, st: st}
+		if rs, _ := st.retained(); len(rs) > 0 {
+			f, err := os.Open(filepath.Join(a.dir, stream+spoolStreamFileSuffix))
+			if err != nil {
+				return nil, fmt.Errorf("read spooled %s: %w", stream, err)
+			}
+			r.f = f
+		}
+		return r, nil
 	}
-	return nil, nil, &HandleError{Handle: handle, Err: fmt.Errorf("%w %q: this action has %q", ErrUnknownStream, clip(stream, 40), names)}
+	return nil, &HandleError{Handle: handle, Err: fmt.Errorf("%w %q: this action has %q", ErrUnknownStream, clip(stream, 40), names)}
+}
+
+func (r *streamReader) Close() {
+	if r.f != nil {
+		r.f.Close()
+	}
+}
+
+// readAt reads retained stream bytes [off, off+len(b)).
+func (r *streamReader) readAt(b []byte, off int64) error {
+	m := &r.st.meta
+	for len(b) > 0 {
+		pos := r.st.fileOffset(off)
+		n := len(b)
+		if off >= m.HeadCap {
+			// Stop at the end of the ring; the rest wraps to its start.
+			n = int(min(int64(n), m.HeadCap+m.TailCap-pos))
+		} else {
+			n = int(min(int64(n), m.HeadCap-off))
+		}
+		if _, err := r.f.ReadAt(b[:n], pos); err != nil {
+			return fmt.Errorf("read spooled %s: %w", m.Name, err)
+		}
+		b = b[n:]
+		off += int64(n)
+	}
+	return nil
 }
 
 // evictLocked removes finished actions past their TTL, then the oldest
