@@ -165,3 +165,38 @@ func TestJumpHost(t *testing.T) {
 		t.Fatalf("got %v; want a *HostKeyError for %s with %s", err, final.Addr(), final.Fingerprint())
 	}
 }
+
+// TestCloseDuringRun closes the pool under a running command: the call
+// ends with status failed instead of hanging, and later calls fail.
+func TestCloseDuringRun(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := NewPool(testLogger())
+	tg := target(s)
+	dir := s.UserDir(t)
+	done := make(chan output, 1)
+	go func() {
+		out, err := runCmd(t, p, tg, fmt.Sprintf("echo $$ > %s/pid; sleep 1000", dir))
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		done <- out
+	}()
+	sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-done:
+		if out.res == nil || out.res.Status != StatusFailed {
+			t.Errorf("got %+v; want status failed", out.res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of Close")
+	}
+	if _, err := runCmd(t, p, tg, "true"); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("Run after Close: got %v; want ErrPoolClosed", err)
+	}
+	if err := p.Close(); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("second Close: got %v; want ErrPoolClosed", err)
+	}
+}

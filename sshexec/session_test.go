@@ -1,0 +1,84 @@
+package sshexec
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+)
+
+// chunkReader returns data in reads of at most n bytes.
+type chunkReader struct {
+	data []byte
+	n    int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.n, len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// copyMarked runs the marker stream copy over stream read in chunks.
+func copyMarked(stream []byte, chunk int) (out []byte, pgid int64) {
+	s := &session{pgidDecided: make(chan struct{})}
+	var buf bytes.Buffer
+	s.wg.Add(1)
+	s.copy(&buf, &chunkReader{stream, chunk}, true)
+	s.decidePGID(0)
+	return buf.Bytes(), s.pgid.Load()
+}
+
+// FuzzMarker checks, for any remote stream and any read sizes, that the
+// wrapper's line is removed and nothing else is lost, added or reordered;
+// remote output is untrusted input.
+func FuzzMarker(f *testing.F) {
+	f.Add([]byte("motd\n"), []byte("hello\n"), uint32(1234), uint8(3))
+	f.Add([]byte(""), []byte(pgidMarker+"99\nx"), uint32(7), uint8(1))
+	f.Add([]byte(pgidMarker), []byte("\n"), uint32(0), uint8(200))
+	f.Fuzz(func(t *testing.T, before, after []byte, pgid uint32, chunk uint8) {
+		line := fmt.Sprintf("%s%d\n", pgidMarker, pgid)
+		stream := append(append(append([]byte{}, before...), line...), after...)
+		out, got := copyMarked(stream, int(chunk)+1)
+
+		if got == 0 {
+			// Not recognised: only allowed when the line could not be
+			// found in time or held no usable group; nothing is dropped.
+			if !bytes.Equal(out, stream) && !bytes.Contains(before, []byte(pgidMarker)) && pgid > 1 && len(before)+len(line) <= maxMarkerScan {
+				t.Fatalf("marker line at %d lost without a group: got %q from %q", len(before), out, stream)
+			}
+			return
+		}
+		// The first complete marker line was removed, and only it.
+		i := bytes.Index(stream, []byte(pgidMarker))
+		nl := bytes.IndexByte(stream[i:], '\n')
+		want := append(append([]byte{}, stream[:i]...), stream[i+nl+1:]...)
+		if !bytes.Equal(out, want) {
+			t.Fatalf("got %q; want %q", out, want)
+		}
+		if !bytes.Contains(before, []byte(pgidMarker)) && got != int64(pgid) {
+			t.Fatalf("pgid: got %d; want %d", got, pgid)
+		}
+	})
+}
+
+func TestMarkerNotFound(t *testing.T) {
+	for _, tc := range []struct {
+		name, stream string
+	}{
+		{"plain stderr", "error: something\n"},
+		{"empty", ""},
+		{"partial marker", pgidMarker + "12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, pgid := copyMarked([]byte(tc.stream), 7)
+			if string(out) != tc.stream || pgid != 0 {
+				t.Errorf("got %q, %d; want the stream unchanged and no group", out, pgid)
+			}
+		})
+	}
+}
