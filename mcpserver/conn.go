@@ -57,7 +57,7 @@ type conn struct {
 	aborted   chan struct{} // the session is being torn down from outside
 	abortErr  error
 
-	wg sync.WaitGroup
+	writerExited chan struct{}
 
 	mu       sync.Mutex
 	inflight map[jsonrpc.ID]*inflight // calls read whose response has not started
@@ -91,8 +91,9 @@ func newConn(in io.Reader, out io.Writer, limit int, metrics *wire.Metrics, log 
 		closed:    make(chan struct{}),
 		aborted:   make(chan struct{}),
 		inflight:  make(map[jsonrpc.ID]*inflight),
+
+		writerExited: make(chan struct{}),
 	}
-	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
 	return c
@@ -136,7 +137,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if call != nil && call.cancelled {
 			delete(c.inflight, resp.ID)
 			c.mu.Unlock()
-			c.dropped(resp.ID)
+			c.dropped(resp.ID, "before queueing")
 			return nil
 		}
 		c.mu.Unlock()
@@ -144,6 +145,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	select {
 	case c.queue <- f:
+		if f.call != nil {
+			c.log.Debug("response queued", "id", f.id.Raw())
+		}
 		return nil
 	case <-ctx.Done():
 		c.forget(f)
@@ -171,24 +175,36 @@ func (c *conn) abort(err error) {
 	c.abortOnce.Do(func() {
 		c.abortErr = err
 		close(c.aborted)
-		past := time.Unix(1, 0)
-		if d, ok := c.in.(interface{ SetReadDeadline(time.Time) error }); ok {
-			_ = d.SetReadDeadline(past)
-		}
+		c.interruptRead()
 		if d, ok := c.out.(interface{ SetWriteDeadline(time.Time) error }); ok {
-			_ = d.SetWriteDeadline(past)
+			_ = d.SetWriteDeadline(time.Unix(1, 0))
 		}
 	})
 }
 
+// interruptRead makes a blocked read of in return, and reports whether the
+// stream allowed it.
+func (c *conn) interruptRead() bool {
+	d, ok := c.in.(interface{ SetReadDeadline(time.Time) error })
+	return ok && d.SetReadDeadline(time.Unix(1, 0)) == nil
+}
+
 // shutdown stops both goroutines and waits for them. The writer first
-// flushes the queue unless the session was aborted.
+// flushes the queue unless the session was aborted. A reader blocked on a
+// stream without deadlines (a plain blocking stdin) cannot be stopped: it is
+// left to end at its next read, touching nothing but this conn.
 func (c *conn) shutdown() {
 	c.Close()
-	if d, ok := c.in.(interface{ SetReadDeadline(time.Time) error }); ok {
-		_ = d.SetReadDeadline(time.Unix(1, 0))
+	<-c.writerExited
+	if c.interruptRead() {
+		<-c.readDone
+		return
 	}
-	c.wg.Wait()
+	select {
+	case <-c.readDone:
+	default:
+		c.log.Debug("stdin cannot be interrupted; its reader ends at the next read")
+	}
 }
 
 func (c *conn) forget(f outFrame) {
@@ -202,13 +218,12 @@ func (c *conn) forget(f outFrame) {
 	c.mu.Unlock()
 }
 
-func (c *conn) dropped(id jsonrpc.ID) {
+func (c *conn) dropped(id jsonrpc.ID, when string) {
 	c.metrics.ResponsesDropped.Add(1)
-	c.log.Debug("dropped the response to a cancelled request", "id", id.Raw())
+	c.log.Debug("dropped the response to a cancelled request", "id", id.Raw(), "when", when)
 }
 
 func (c *conn) readLoop() {
-	defer c.wg.Done()
 	defer close(c.readDone)
 	for {
 		frame, err := c.fr.Next()
@@ -312,7 +327,7 @@ func (c *conn) reply(code int64, message string, data any) {
 }
 
 func (c *conn) writeLoop() {
-	defer c.wg.Done()
+	defer close(c.writerExited)
 	for {
 		select {
 		case f := <-c.queue:
@@ -348,7 +363,7 @@ func (c *conn) writeFrame(f outFrame) bool {
 		}
 		c.mu.Unlock()
 		if cancelled {
-			c.dropped(f.id)
+			c.dropped(f.id, "in the queue")
 			return true
 		}
 	}

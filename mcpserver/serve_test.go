@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -101,4 +102,26 @@ func TestServeCancelWhileBlocked(t *testing.T) {
 	if err := waitServe(t, done); !errors.Is(err, stop) {
 		t.Errorf("Serve after cancel: got %v; want the cause %v", err, stop)
 	}
+}
+
+// TestServeCancelWithPlainStdin: a stream without deadlines (like a
+// blocking stdin) cannot be interrupted, yet Serve returns at cancellation;
+// its reader ends as soon as the stream does.
+func TestServeCancelWithPlainStdin(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, inR, outW, Options{}) }()
+	if _, err := io.WriteString(inW, initFrames); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := waitServe(t, done); !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve after cancel: got %v; want context.Canceled", err)
+	}
+	inW.Close()
+	outW.Close()
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -276,6 +278,18 @@ func TestBlockedHost(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the cancel to stop the slow call", func() bool { return s.logged("emit cancelled", `"tag":"slow"`) })
 	waitFor(t, 10*time.Second, "the new call to run", func() bool { return s.logged("emit finished", `"tag":"fresh"`) })
+	// A response already queued behind the stuck write is dropped too when
+	// its call is cancelled before the writer reaches it.
+	queued, err := s.StartTool(ctx, "emit", map[string]any{"bytes": 10, "tag": "queued"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queuedID := fmt.Sprintf(`"id":%d`, queued.ID())
+	waitFor(t, 10*time.Second, "the queued call's response to be queued", func() bool { return s.logged("response queued", queuedID) })
+	if err := s.Cancel(queued.ID(), "test: cancel a queued response"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the server to read the cancel", func() bool { return s.logged("cancel received", queuedID) })
 	if unread, capacity, _ := s.StdoutBacklog(); unread != capacity {
 		t.Fatalf("stdout backlog %d of %d: the test did not keep the server blocked", unread, capacity)
 	}
@@ -295,15 +309,18 @@ func TestBlockedHost(t *testing.T) {
 	if _, err := fresh.WaitTool(ctx); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 10*time.Second, "the queued response to be dropped by the writer", func() bool {
+		return s.logged("dropped the response", queuedID, "in the queue")
+	})
 	m := health(t, ctx, s)
-	if m.CancelsReceived != 1 || m.ResponsesDropped != 1 {
-		t.Errorf("server: got cancels_received %d, responses_dropped %d; want 1 and 1", m.CancelsReceived, m.ResponsesDropped)
+	if m.CancelsReceived != 2 || m.ResponsesDropped != 2 {
+		t.Errorf("server: got cancels_received %d, responses_dropped %d; want 2 and 2", m.CancelsReceived, m.ResponsesDropped)
 	}
 	if m.StdoutBlockedMS < 100 {
 		t.Errorf("server: got stdout_blocked_ms %d; want the blocked write counted", m.StdoutBlockedMS)
 	}
 	if got := s.Metrics().ResponsesDropped; got != 0 {
-		t.Errorf("host received %d responses for no waiting call; want 0 (the cancelled call must not answer)", got)
+		t.Errorf("host received %d responses for no waiting call; want 0 (cancelled calls must not answer)", got)
 	}
 }
 
@@ -461,5 +478,23 @@ func TestStrayStdout(t *testing.T) {
 	}
 	if !s.logged("STRAY-PRINT") {
 		t.Error("the stray print is not on stderr")
+	}
+}
+
+// TestEmitOnlyInTestBuilds: the release build does not even link the emit
+// tool's payload generator.
+func TestEmitOnlyInTestBuilds(t *testing.T) {
+	const pkg = "github.com/actiongw/actiongw/mcpserver/internal/payload"
+	for _, tt := range []struct {
+		tags string
+		want bool
+	}{{"", false}, {"testtools", true}} {
+		out, err := exec.Command("go", "list", "-deps", "-tags", tt.tags, "github.com/actiongw/actiongw/cmd/actiongw").Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		if got := slices.Contains(strings.Fields(string(out)), pkg); got != tt.want {
+			t.Errorf("tags %q: payload linked = %v; want %v", tt.tags, got, tt.want)
+		}
 	}
 }
