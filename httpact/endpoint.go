@@ -226,14 +226,6 @@ func (e *Endpoint) checkSecrets() error {
 	bad := func(reason string) error {
 		return &EndpointError{Endpoint: e.Name, Field: "auth", Reason: reason}
 	}
-	hasControl := func(b []byte) bool {
-		for _, c := range b {
-			if isControl(c) {
-				return true
-			}
-		}
-		return false
-	}
 	switch e.Auth.Kind {
 	case AuthBearer, AuthHeader, AuthQuery:
 		if len(e.Auth.Token) == 0 {

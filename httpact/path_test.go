@@ -1,7 +1,9 @@
 package httpact
 
 import (
+	"bytes"
 	"errors"
+	"net/http"
 	"net/url"
 	"path"
 	"strings"
@@ -166,7 +168,7 @@ func FuzzPathConfinement(f *testing.F) {
 			}
 			level, baseLevel := wire.EscapedPath(), strings.TrimSuffix(base.EscapedPath(), "/")
 			for n := 0; n <= maxDecodeLevels; n++ {
-				if hasControlString(level) || strings.Contains(level, "\\") {
+				if hasControl(level) || strings.Contains(level, "\\") {
 					t.Fatalf("path %q: decoding level %d of %q has a backslash or control character", rel, n, wire.EscapedPath())
 				}
 				if c := path.Clean(level); c != baseLevel && !strings.HasPrefix(c, baseLevel+"/") && !(baseLevel == "" && c == "/") {
@@ -178,6 +180,71 @@ func FuzzPathConfinement(f *testing.F) {
 					break
 				}
 				level, baseLevel = dec, decBase
+			}
+		}
+	})
+}
+
+// FuzzRequestHeaders checks that no agent header or query can add, replace
+// or split off a credential or header line: an accepted request, as written
+// on the wire, has exactly the injected credential and one header per line.
+func FuzzRequestHeaders(f *testing.F) {
+	f.Add("X-Ok", "v", "q", "1")
+	f.Add("Authorization", "Bearer x", "api_key", "x")
+	f.Add("X-Ok", "a\r\nAuthorization: x", "q", "a\r\nb")
+	f.Add("X-Api-Key", "x", "API_KEY", "x")
+	f.Add("Proxy-Authorization", "x", "q&api_key=x", "1")
+	f.Fuzz(func(t *testing.T, name, value, qname, qvalue string) {
+		for _, auth := range []Auth{
+			{Kind: AuthBearer, Token: []byte(testToken)},
+			{Kind: AuthHeader, Header: "X-Api-Key", Token: []byte(testToken)},
+			{Kind: AuthQuery, Param: "api_key", Token: []byte(testToken)},
+		} {
+			e := &Endpoint{Name: "fuzz", BaseURL: "https://api.example/v1", Auth: auth}
+			out, err := e.prepare(&Request{Method: "GET", Path: "/x",
+				Headers: map[string]string{name: value}, Query: url.Values{qname: {qvalue}}})
+			if err != nil {
+				var re *RequestError
+				if !errors.As(err, &re) {
+					t.Fatalf("prepare: %v; want a *RequestError", err)
+				}
+				if strings.Contains(err.Error(), testToken) {
+					t.Fatalf("error %q contains the token", err)
+				}
+				continue
+			}
+			req, _ := http.NewRequest(out.method, out.url.String(), nil)
+			req.URL, req.Header = out.url, out.header
+			var wire bytes.Buffer
+			if err := req.Write(&wire); err != nil {
+				continue // net/http refused it: nothing was sent
+			}
+			head, _, _ := strings.Cut(wire.String(), "\r\n\r\n")
+			lines := strings.Split(head, "\r\n")
+			creds := 0
+			for _, l := range lines[1:] {
+				if !strings.Contains(l, ": ") && !strings.HasSuffix(l, ":") {
+					t.Fatalf("header line %q is not a header: the request was split", l)
+				}
+				k, v, _ := strings.Cut(l, ":")
+				switch {
+				case strings.EqualFold(k, "Authorization"), auth.Kind == AuthHeader && strings.EqualFold(k, auth.Header):
+					creds++
+					if want := testToken; !strings.HasSuffix(v, want) {
+						t.Fatalf("credential header %q does not carry the injected token", l)
+					}
+				case strings.EqualFold(k, "Host") && strings.TrimSpace(v) != "api.example":
+					t.Fatalf("Host is %q", v)
+				}
+			}
+			if q := out.url.Query()["api_key"]; auth.Kind == AuthQuery && (len(q) != 1 || q[0] != testToken) {
+				t.Fatalf("query credential %q; want exactly the injected token", q)
+			}
+			if want := map[string]int{AuthBearer: 1, AuthHeader: 1, AuthQuery: 0}[auth.Kind]; creds != want {
+				t.Fatalf("%d credential headers on the wire; want %d:\n%s", creds, want, head)
+			}
+			if strings.Count(lines[0], " ") != 2 || !strings.HasPrefix(lines[0], "GET /v1/x") {
+				t.Fatalf("request line %q was altered", lines[0])
 			}
 		}
 	})

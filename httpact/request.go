@@ -132,14 +132,14 @@ func (e *Endpoint) query(in url.Values) (url.Values, error) {
 		if k == "" {
 			return nil, bad("has an empty parameter name")
 		}
-		if hasControlString(k) {
+		if hasControl(k) {
 			return nil, bad("a parameter name contains a control character")
 		}
 		if e.Auth.Kind == AuthQuery && strings.EqualFold(k, e.Auth.Param) {
 			return nil, bad(fmt.Sprintf("parameter %q is set by actiongw and cannot be supplied", k))
 		}
 		for _, v := range vs {
-			if hasControlString(v) {
+			if hasControl(v) {
 				return nil, bad(fmt.Sprintf("the value of %q contains a control character", k))
 			}
 		}
@@ -170,7 +170,7 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		if nameMatches(e.HeaderDeny, k) {
 			return nil, bad(fmt.Sprintf("%q is denied on this endpoint", k))
 		}
-		if hasControlString(v) {
+		if hasControl(v) {
 			return nil, bad(fmt.Sprintf("the value of %q contains a control character", k))
 		}
 		h.Set(k, v)
@@ -192,7 +192,7 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 	return h, nil
 }
 
-func hasControlString(s string) bool {
+func hasControl[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if isControl(s[i]) {
 			return true
