@@ -52,7 +52,8 @@ type Page struct {
 }
 
 // Read returns a page of a finished action's stream. A negative offset, or
-// fromEnd, counts back from the end of the stream. limit <= 0 means
+// fromEnd, counts back from the end of the stream; fromEnd with offset 0
+// reads the last limit bytes. limit <= 0 means
 // DefaultReadLimit; it is capped at MaxReadLimit. An unknown, expired or
 // malformed handle, or an unknown stream, is a *HandleError.
 func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit int) (*Page, error) {
@@ -68,7 +69,11 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 	limit = min(limit, MaxReadLimit)
 	total := st.meta.Total
 	start := offset
-	if fromEnd || offset < 0 {
+	switch {
+	case fromEnd && offset == 0:
+		// The end itself would be an empty page: give the last limit bytes.
+		start = total - int64(limit)
+	case fromEnd || offset < 0:
 		start = total - abs64(offset)
 	}
 	start = min(max(start, 0), total)

@@ -56,6 +56,7 @@ func TestSpoolRead(t *testing.T) {
 		{"in the gap", 500, false, 10, 900, 910, 910, []ByteRange{{500, 900}}},
 		{"tail", 900, false, 0, 900, 1000, 1000, nil},
 		{"from end", 30, true, 0, 970, 1000, 1000, nil},
+		{"from end, no offset", 0, true, 40, 960, 1000, 1000, nil},
 		{"negative offset", -30, false, 0, 970, 1000, 1000, nil},
 		{"from end beyond start", 5000, true, 10, 0, 10, 10, nil},
 		{"past the end", 5000, false, 10, 1000, 1000, 1000, nil},

@@ -140,7 +140,7 @@ func describeResult(spec *ResultSpec) string {
 			b.WriteString("empty.\n")
 			continue
 		}
-		fmt.Fprintf(&b, "%d bytes, %d lines", s.Bytes, s.Lines)
+		fmt.Fprintf(&b, "%d bytes, %s", s.Bytes, plural(s.Lines, "line"))
 		head, tail := int64(len(s.Head)), int64(len(s.Tail))
 		switch {
 		case s.Binary:
@@ -179,6 +179,13 @@ func describeResult(spec *ResultSpec) string {
 		fmt.Fprintf(&b, ". Offsets are in the whole stream; a negative offset counts from the end. To find lines: search_output {\"handle\":%q,\"stream\":\"<name>\",\"pattern\":\"<RE2>\"}.\n", spec.Handle)
 	}
 	return b.String()
+}
+
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func shownWords(name string, head, tail, total int64) string {
@@ -253,7 +260,11 @@ func FitPage(p *Page, resultBytes int) (string, error) {
 func describePage(p *Page) string {
 	var b strings.Builder
 	n := int64(len(p.raw))
-	fmt.Fprintf(&b, "%s of %s: bytes %d to %d (%d bytes) of %d", p.Stream, p.Handle, p.Offset, p.Offset+n, n, p.TotalBytes)
+	if n == 0 {
+		fmt.Fprintf(&b, "%s of %s: no bytes at offset %d of %d", p.Stream, p.Handle, p.Offset, p.TotalBytes)
+	} else {
+		fmt.Fprintf(&b, "%s of %s: offsets %d to %d (%d bytes) of %d", p.Stream, p.Handle, p.Offset, p.Offset+n-1, n, p.TotalBytes)
+	}
 	if p.Encoding != "" {
 		fmt.Fprintf(&b, ", %s-encoded because they are not UTF-8 text", p.Encoding)
 	}
@@ -298,7 +309,7 @@ func FitSearch(r *SearchResult, pattern string, resultBytes int) (string, error)
 
 func describeSearch(r *SearchResult, pattern string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "search_output on %s of %s for %s: %d matching lines", r.Stream, r.Handle, clip(pattern, 200), len(r.Matches))
+	fmt.Fprintf(&b, "search_output on %s of %s for %s: %s", r.Stream, r.Handle, clip(pattern, 200), plural(int64(len(r.Matches)), "matching line"))
 	if len(r.Missing) > 0 {
 		fmt.Fprintf(&b, " in the kept bytes; not searched (not kept on disk): %s", rangeWords(r.Missing, -1))
 	}
