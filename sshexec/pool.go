@@ -338,7 +338,14 @@ type openResult struct {
 func (c *conn) open(ctx context.Context) (ssh.Channel, <-chan *ssh.Request, error) {
 	res := make(chan openResult)
 	abandon := make(chan struct{})
+	// Added under the lock, so that Close never waits while one is added.
+	c.pool.mu.Lock()
+	if c.pool.closed {
+		c.pool.mu.Unlock()
+		return nil, nil, ErrPoolClosed
+	}
 	c.pool.wg.Add(1)
+	c.pool.mu.Unlock()
 	go func() {
 		defer c.pool.wg.Done()
 		ch, reqs, err := c.client.OpenChannel("session", nil)

@@ -118,7 +118,7 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 		}
 		// Nothing runs on the target, so there is nothing to stop.
 		cause := context.Cause(ctx)
-		return &Result{Status: stopStatus(cause), Reason: cause.Error() + " (before the command started)",
+		return &Result{Status: stopStatus(cause), Reason: cause.Error(),
 			Duration: time.Since(start), ConnectDuration: time.Since(start)}, nil
 	}
 	defer c.release()
