@@ -47,7 +47,9 @@ type Endpoint struct {
 	// Methods allowed; empty means DefaultMethods (GET and HEAD).
 	Methods []string
 	// Paths are MatchPath patterns relative to the base path; a request
-	// path must match one. Empty means any path under the base.
+	// path must match one. They are matched against the decoded path, in
+	// which an encoded slash (%2F) separates segments too. Empty means any
+	// path under the base.
 	Paths []string
 	// Timeout is the default for a whole request, retries and body
 	// included; zero means DefaultTimeout.
@@ -171,14 +173,17 @@ func (e *Endpoint) validate() (*url.URL, error) {
 			return bad("paths", "%q is not a valid pattern (\"/repos/**\", \"/x/*/y\")", p)
 		}
 	}
-	if e.Timeout < 0 || e.MaxTimeout < 0 {
-		return bad("timeout", "must not be negative")
+	for _, f := range []struct {
+		field string
+		v     int64
+	}{{"timeout", int64(e.Timeout)}, {"max_timeout", int64(e.MaxTimeout)},
+		{"max_request_body", e.MaxRequestBody}, {"max_response_body", e.MaxResponseBody}} {
+		if f.v < 0 {
+			return bad(f.field, "must not be negative")
+		}
 	}
 	if e.MaxTimeout > 0 && e.Timeout > e.MaxTimeout {
 		return bad("timeout", "is larger than max_timeout")
-	}
-	if e.MaxRequestBody < 0 || e.MaxResponseBody < 0 {
-		return bad("body limits", "must not be negative")
 	}
 	switch e.FollowRedirects {
 	case "", RedirectsNone, RedirectsSameOrigin:
