@@ -19,7 +19,7 @@ var built struct {
 
 // actiongwBinary builds the command for a test that runs it as a person
 // would.
-func actiongwBinary(t *testing.T) string {
+func actiongwBinary(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
 		built.dir, built.err = os.MkdirTemp("", "actiongw-bin-")

@@ -76,7 +76,7 @@ func TestSecretUsage(t *testing.T) {
 
 // needKeyring skips the test, or fails it under CI, without the private
 // Secret Service that .ci/keyring.sh starts.
-func needKeyring(t *testing.T) {
+func needKeyring(t testing.TB) {
 	t.Helper()
 	if os.Getenv("ACTIONGW_TEST_SECRET_SERVICE") == "" {
 		if os.Getenv("CI") != "" {

@@ -39,6 +39,7 @@ type served struct {
 	token   string
 	hang    net.Listener // accepts TCP and never speaks
 	release chan struct{}
+	seen    lockedBuffer // every tool result received, as JSON
 }
 
 type lockedBuffer struct {
@@ -58,7 +59,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func randomHex(t *testing.T, n int) string {
+func randomHex(t testing.TB, n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func randomHex(t *testing.T, n int) string {
 
 // startServed starts everything; the SSH target "box" stops commands with
 // stopMode, "hang" points at a listener that never answers.
-func startServed(t *testing.T, stopMode string) *served {
+func startServed(t testing.TB, stopMode string) *served {
 	t.Helper()
 	needKeyring(t)
 	s := &served{sshd: sshtest.Start(t, sshtest.Options{}), release: make(chan struct{}),
@@ -176,7 +177,7 @@ func (s *served) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "auth=%s\n", r.Header.Get("Authorization"))
 }
 
-func (s *served) call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
+func (s *served) call(t testing.TB, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -184,6 +185,8 @@ func (s *served) call(t *testing.T, name string, args map[string]any) *mcp.CallT
 	if err != nil {
 		t.Fatalf("%s: %v\nstderr:\n%s", name, err, s.stderr)
 	}
+	b, _ := json.Marshal(res)
+	s.seen.Write(b)
 	return res
 }
 
@@ -197,7 +200,7 @@ func resultText(r *mcp.CallToolResult) string {
 	return b.String()
 }
 
-func decode[T any](t *testing.T, r *mcp.CallToolResult) T {
+func decode[T any](t testing.TB, r *mcp.CallToolResult) T {
 	t.Helper()
 	var v T
 	b, err := json.Marshal(r.StructuredContent)
@@ -212,7 +215,7 @@ func decode[T any](t *testing.T, r *mcp.CallToolResult) T {
 
 // promptly asserts that a small request on the same session is answered
 // within a bound that only a stuck session misses.
-func (s *served) promptly(t *testing.T) {
+func (s *served) promptly(t testing.TB) {
 	t.Helper()
 	start := time.Now()
 	r := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "echo still here"})
@@ -275,14 +278,19 @@ func TestServeActions(t *testing.T) {
 	}
 }
 
-// assertNoSecret checks that no secret value reached the host, stderr (at
-// debug level) or any file the server wrote.
-func (s *served) assertNoSecret(t *testing.T) {
+// assertNoSecret checks that no secret value reached the host (any tool
+// result), stderr (at debug level) or any file the server wrote.
+func (s *served) assertNoSecret(t testing.TB) {
 	t.Helper()
 	key := strings.TrimSpace(string(s.sshd.ClientKey))
 	keyBody := strings.Split(key, "\n")[1] // a line of the PEM body
-	if strings.Contains(s.stderr.String(), s.token) || strings.Contains(s.stderr.String(), keyBody) {
-		t.Errorf("a secret reached the server's stderr")
+	for what, text := range map[string]string{"stderr": s.stderr.String(), "the host": s.seen.String()} {
+		if strings.Contains(text, s.token) || strings.Contains(text, keyBody) {
+			t.Errorf("a secret reached %s", what)
+		}
+	}
+	if !strings.Contains(s.seen.String(), "[REDACTED:api-token]") {
+		t.Errorf("the host saw no redaction marker; the canary test did not exercise redaction")
 	}
 	filepath.Walk(s.state, func(path string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {
@@ -297,13 +305,13 @@ func (s *served) assertNoSecret(t *testing.T) {
 }
 
 // waitPID reads the PID a remote command wrote to path.
-func waitPID(t *testing.T, path string) int {
+func waitPID(t testing.TB, path string) int {
 	t.Helper()
 	return sshtest.ReadPID(t, path, 10*time.Second)
 }
 
 // outcomeOf finds the outcome record of the action whose intent ran command.
-func outcomeOf(t *testing.T, state, command string) gateway.AuditRecord {
+func outcomeOf(t testing.TB, state, command string) gateway.AuditRecord {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

@@ -1,0 +1,125 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/actiongw/actiongw/internal/sshtest"
+)
+
+// latencies collects per-call durations and reports p50 and p95.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B, prefix string) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	at := func(q float64) float64 {
+		return float64(l[min(len(l)-1, int(q*float64(len(l))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), prefix+"p50-ms")
+	b.ReportMetric(at(0.95), prefix+"p95-ms")
+	b.ReportMetric(0, "ns/op") // the percentiles are the figures
+}
+
+// BenchmarkMCPSSHExecTrue is `ssh_exec true` through MCP on a warm
+// connection (target p50 <= 20 ms).
+func BenchmarkMCPSSHExecTrue(b *testing.B) {
+	s := startServed(b, "signal")
+	s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"}) // warm
+	var l latencies
+	for b.Loop() {
+		start := time.Now()
+		s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"})
+		l = append(l, time.Since(start))
+	}
+	l.report(b, "")
+}
+
+// BenchmarkOpenSSHTrue is a fresh `ssh host true` with the OpenSSH client
+// to the same sshd, the baseline the MCP round trip is held against.
+func BenchmarkOpenSSHTrue(b *testing.B) {
+	s := startServed(b, "signal")
+	key := filepath.Join(b.TempDir(), "id")
+	if err := os.WriteFile(key, s.sshd.ClientKey, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var l latencies
+	for b.Loop() {
+		start := time.Now()
+		out, err := exec.Command("ssh", "-i", key, "-o", "UserKnownHostsFile="+s.sshd.KnownHosts, "-o", "BatchMode=yes",
+			"-p", strconv.Itoa(s.sshd.Port), s.sshd.User+"@127.0.0.1", "true").CombinedOutput()
+		if err != nil {
+			b.Fatalf("ssh: %v\n%s", err, out)
+		}
+		l = append(l, time.Since(start))
+	}
+	l.report(b, "")
+}
+
+// BenchmarkMCPHTTPRequestSmall is a GET of a small response through MCP
+// on a warm connection.
+func BenchmarkMCPHTTPRequestSmall(b *testing.B) {
+	s := startServed(b, "signal")
+	args := map[string]any{"endpoint": "api", "method": "GET", "path": "/echo"}
+	s.call(b, "http_request", args)
+	var l latencies
+	for b.Loop() {
+		start := time.Now()
+		s.call(b, "http_request", args)
+		l = append(l, time.Since(start))
+	}
+	l.report(b, "")
+}
+
+// BenchmarkCurlSmall is curl fetching the same response, the baseline.
+func BenchmarkCurlSmall(b *testing.B) {
+	s := startServed(b, "signal")
+	var l latencies
+	for b.Loop() {
+		start := time.Now()
+		if out, err := exec.Command("curl", "-sf", "-H", "Authorization: Bearer "+s.token, s.api.URL+"/echo").CombinedOutput(); err != nil {
+			b.Fatalf("curl: %v\n%s", err, out)
+		}
+		l = append(l, time.Since(start))
+	}
+	l.report(b, "")
+}
+
+// BenchmarkMCPCancel measures cancel -> remote process gone (target p95
+// 200 ms) and cancel -> next request answered (target p95 50 ms).
+func BenchmarkMCPCancel(b *testing.B) {
+	s := startServed(b, "signal")
+	var gone, next latencies
+	for b.Loop() {
+		pidFile := filepath.Join("/tmp", "actiongw-bench-"+randomHex(b, 6))
+		p, err := s.client.StartTool(context.Background(), "ssh_exec",
+			map[string]any{"target": "box", "command": "echo $$ > " + pidFile + "; exec sleep 60"}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pid := waitPID(b, pidFile)
+		os.Remove(pidFile)
+		start := time.Now()
+		if err := s.client.Cancel(p.ID(), "bench"); err != nil {
+			b.Fatal(err)
+		}
+		s.call(b, "health", map[string]any{})
+		next = append(next, time.Since(start))
+		if !sshtest.WaitGone(pid, 5*time.Second) {
+			b.Fatalf("remote process %d still running", pid)
+		}
+		gone = append(gone, time.Since(start))
+	}
+	gone.report(b, "gone-")
+	next.report(b, "next-")
+}
