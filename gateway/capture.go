@@ -79,7 +79,7 @@ type Capture struct {
 	bytes    int64
 	newlines int64
 	last     byte
-	hash     hash.Hash
+	hash     hasher
 	head     []byte
 	tail     []byte // a ring of the last bytes once full
 	tailNext int    // where the ring writes next
@@ -89,7 +89,7 @@ type Capture struct {
 
 func newCapture(red *Redactor, lim CaptureLimits, spool *spoolStream) *Capture {
 	c := &Capture{
-		hash:  sha256.New(),
+		hash:  hasher{h: sha256.New()},
 		head:  make([]byte, 0, previewSize(lim.HeadBytes)),
 		tail:  make([]byte, 0, previewSize(lim.TailBytes)),
 		spool: spool,
@@ -112,6 +112,7 @@ func (c *Capture) flush() {
 	}
 	c.flushed = true
 	c.red.flush()
+	c.hash.finish()
 }
 
 // keep takes redacted bytes.
@@ -122,7 +123,7 @@ func (c *Capture) keep(p []byte) {
 	c.bytes += int64(len(p))
 	c.newlines += int64(bytes.Count(p, []byte{'\n'}))
 	c.last = p[len(p)-1]
-	c.hash.Write(p)
+	c.hash.write(p)
 	if room := cap(c.head) - len(c.head); room > 0 {
 		c.head = append(c.head, p[:min(room, len(p))]...)
 	}
@@ -145,12 +146,14 @@ func (c *Capture) keep(p []byte) {
 	}
 }
 
-// Summary returns the STREAM object.
+// Summary returns the STREAM object. It ends the stream, as the action's
+// Finish does, if that has not happened yet.
 func (c *Capture) Summary() StreamSummary {
+	c.flush()
 	s := StreamSummary{
 		Bytes:  c.bytes,
 		Lines:  c.newlines,
-		SHA256: hex.EncodeToString(c.hash.Sum(nil)),
+		SHA256: hex.EncodeToString(c.hash.h.Sum(nil)),
 	}
 	if c.bytes > 0 && c.last != '\n' {
 		s.Lines++
@@ -175,6 +178,80 @@ func (c *Capture) Summary() StreamSummary {
 		s.Retained, s.SpoolError = c.spool.retained()
 	}
 	return s
+}
+
+// Hashing a large stream runs on its own goroutine, overlapping the
+// redaction on a second core: SHA-256 alone costs about as much as all the
+// rest of a capture.
+const (
+	asyncHashAfter = 1 << 20 // bytes hashed inline first: small streams start no goroutine
+	hashBufSize    = 64 << 10
+	hashBuffers    = 4
+)
+
+// hasher computes the SHA-256 of a stream. Once the stream passes
+// asyncHashAfter, bytes are copied into a few buffers that a goroutine
+// hashes in order; the producer waits only when all of them are queued.
+// finish stops the goroutine and waits for it.
+type hasher struct {
+	h       hash.Hash
+	inline  int64
+	buf     []byte // being filled
+	work    chan []byte
+	free    chan []byte
+	done    chan struct{}
+	stopped bool
+}
+
+func (h *hasher) write(p []byte) {
+	if h.work == nil {
+		if h.inline < asyncHashAfter || h.stopped {
+			h.h.Write(p)
+			h.inline += int64(len(p))
+			return
+		}
+		h.start()
+	}
+	for len(p) > 0 {
+		k := copy(h.buf[len(h.buf):cap(h.buf)], p)
+		h.buf, p = h.buf[:len(h.buf)+k], p[k:]
+		if len(h.buf) == cap(h.buf) {
+			h.work <- h.buf
+			h.buf = <-h.free
+		}
+	}
+}
+
+func (h *hasher) start() {
+	h.work = make(chan []byte, hashBuffers)
+	h.free = make(chan []byte, hashBuffers)
+	h.done = make(chan struct{})
+	for range hashBuffers - 1 {
+		h.free <- make([]byte, 0, hashBufSize)
+	}
+	h.buf = make([]byte, 0, hashBufSize)
+	go func() {
+		defer close(h.done)
+		for b := range h.work {
+			h.h.Write(b)
+			h.free <- b[:0]
+		}
+	}()
+}
+
+// finish hashes what is buffered and stops the goroutine; h.h then holds
+// the whole stream.
+func (h *hasher) finish() {
+	h.stopped = true
+	if h.work == nil {
+		return
+	}
+	if len(h.buf) > 0 {
+		h.work <- h.buf
+	}
+	close(h.work)
+	<-h.done
+	h.work, h.free, h.buf = nil, nil, nil
 }
 
 // trimToRuneEnd drops an incomplete character cut at the end of b.

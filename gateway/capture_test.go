@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"go.uber.org/goleak"
 )
 
 func captureAll(t testing.TB, red *Redactor, lim CaptureLimits, in []byte, sizes []int) StreamSummary {
@@ -70,6 +72,26 @@ func TestCaptureSummary(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCaptureLargeStream covers the stream sizes where hashing moves to its
+// own goroutine: the hash is still of the whole redacted stream, in order,
+// and the goroutine is gone after the flush.
+func TestCaptureLargeStream(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	red, err := NewRedactor(map[string][]byte{"k": []byte("secret-value-0001")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{asyncHashAfter - 1, asyncHashAfter, asyncHashAfter + hashBufSize*hashBuffers*3 + 17, 9 << 20} {
+		in := textChunk(n)
+		copy(in[n/2:], "secret-value-0001")
+		got := captureAll(t, red, CaptureLimits{}, in, []int{1000, 65536, 1, 300000})
+		full := red.Redact(in)
+		if got.Bytes != int64(len(full)) || got.SHA256 != sha(full) {
+			t.Errorf("%d bytes in: got %d bytes, sha %s; want %d, %s", n, got.Bytes, got.SHA256, len(full), sha(full))
+		}
 	}
 }
 
@@ -289,6 +311,7 @@ func BenchmarkCapture(b *testing.B) {
 				for b.Loop() {
 					io.Copy(c, onlyReader{bytes.NewReader(data)})
 				}
+				c.flush()
 			})
 		})
 		b.Run(fmt.Sprintf("spooled/secrets=%d", n), func(b *testing.B) {
