@@ -139,8 +139,9 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // at most e.MaxResponseBody bytes. body must not block for long: the
 // request's deadline does not interrupt a Write.
 //
-// Do returns a *RequestError when r is refused before anything is sent, and
-// an *EndpointError when e or its credential is unusable. Every other
+// Do returns a *RequestError when r is refused before anything is sent, an
+// *EndpointError when e or its credential is unusable, and e.Allow's error
+// when the endpoint's policy refuses the method or path. Every other
 // outcome, including connection failures, timeouts and cancellation, is a
 // Result with a nil error.
 func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {
@@ -271,7 +272,8 @@ func (e *Endpoint) redirectPolicy(base *url.URL) func(*http.Request, []*http.Req
 		if !ok || (rel != "" && rel[0] != '/') {
 			return http.ErrUseLastResponse
 		}
-		if _, clean, err := confinePath(baseEsc, rel); err != nil || !e.pathAllowed(clean) {
+		_, clean, err := confinePath(baseEsc, rel)
+		if err != nil || (e.Allow != nil && e.Allow(req.Method, clean) != nil) {
 			return http.ErrUseLastResponse
 		}
 		return nil

@@ -28,7 +28,6 @@ func testEndpoint(srv *httptest.Server, auth Auth) *Endpoint {
 	return &Endpoint{
 		Name:         "test",
 		BaseURL:      srv.URL + "/api",
-		Methods:      []string{"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"},
 		Auth:         auth,
 		AllowPrivate: true,
 		Retry:        RetryPolicy{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
@@ -36,6 +35,24 @@ func testEndpoint(srv *httptest.Server, auth Auth) *Endpoint {
 }
 
 func bearer() Auth { return Auth{Kind: AuthBearer, Token: []byte(testToken)} }
+
+var errDenied = errors.New("denied by the test policy")
+
+// allowOnly stands in for the gateway's policy: the methods listed
+// (space-separated) on the paths under the prefixes given.
+func allowOnly(methods string, prefixes ...string) func(method, path string) error {
+	return func(method, path string) error {
+		if !strings.Contains(" "+methods+" ", " "+method+" ") {
+			return errDenied
+		}
+		for _, p := range prefixes {
+			if path == p || strings.HasPrefix(path, strings.TrimSuffix(p, "/")+"/") {
+				return nil
+			}
+		}
+		return errDenied
+	}
+}
 
 // checkNoSecret fails if the token or a query string shows up where the
 // agent or the logs would see it.
@@ -148,7 +165,10 @@ func TestRedirects(t *testing.T) {
 			landedAuth.Store("")
 			c, logs := newTestClient(t)
 			e := testEndpoint(srv, bearer())
-			e.FollowRedirects, e.Paths = tt.follow, tt.paths
+			e.FollowRedirects = tt.follow
+			if tt.paths != nil {
+				e.Allow = allowOnly("GET", tt.paths...)
+			}
 			var body bytes.Buffer
 			res, err := c.Do(context.Background(), e, Request{Method: "GET", Path: tt.path}, &body)
 			if err != nil {
@@ -231,9 +251,8 @@ func TestRequestRefused(t *testing.T) {
 			Request{Headers: map[string]string{"X-Other": evil}}, "headers"},
 		{"in denylist", bearer(), func(e *Endpoint) { e.HeaderDeny = []string{"X-Forwarded-*"} },
 			Request{Headers: map[string]string{"X-Forwarded-For": evil}}, "headers"},
-		{"method not allowed", bearer(), func(e *Endpoint) { e.Methods = nil }, Request{Method: "DELETE"}, "method"},
 		{"method not a token", bearer(), nil, Request{Method: "GET /x HTTP/1.1\r\n"}, "method"},
-		{"path not allowed", bearer(), func(e *Endpoint) { e.Paths = []string{"/repos/**"} }, Request{Path: "/admin"}, "path"},
+		{"CONNECT", bearer(), nil, Request{Method: "CONNECT"}, "method"},
 		{"body too large", bearer(), func(e *Endpoint) { e.MaxRequestBody = 8 }, Request{Method: "POST", Body: []byte("123456789")}, "body"},
 		{"invalid JSON", bearer(), nil, Request{Method: "POST", Body: []byte("{" + evil), JSON: true}, "body"},
 	}
@@ -265,6 +284,46 @@ func TestRequestRefused(t *testing.T) {
 	checkNoSecret(t, logs, nil)
 }
 
+// TestAllowConsulted checks that the endpoint's policy sees the normalized
+// method and path, and that its refusal comes back as is with nothing sent.
+func TestAllowConsulted(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	c, _ := newTestClient(t)
+	tests := []struct {
+		method, path         string
+		wantMethod, wantPath string
+		allowed              bool
+	}{
+		{"get", "/repos/o/r/", "GET", "/repos/o/r", true},
+		{"GET", "/repos/./o/../x", "GET", "/repos/x", true},
+		{"GET", "/repos/../admin", "GET", "/admin", false},
+		{"GET", "/repos/a%20b", "GET", "/repos/a b", true},
+		{"GET", "/repos%2Fx", "GET", "/repos/x", true},
+		{"DELETE", "/repos/o", "DELETE", "/repos/o", false},
+	}
+	for _, tt := range tests {
+		var gotMethod, gotPath string
+		e := testEndpoint(srv, bearer())
+		e.Allow = func(method, path string) error {
+			gotMethod, gotPath = method, path
+			return allowOnly("GET", "/repos")(method, path)
+		}
+		before := hits.Load()
+		res, err := c.Do(context.Background(), e, Request{Method: tt.method, Path: tt.path}, io.Discard)
+		if gotMethod != tt.wantMethod || gotPath != tt.wantPath {
+			t.Errorf("%s %s: policy asked about %s %q; want %s %q", tt.method, tt.path, gotMethod, gotPath, tt.wantMethod, tt.wantPath)
+		}
+		switch {
+		case tt.allowed && (err != nil || res.Status != StatusOK):
+			t.Errorf("%s %s: %+v, %v; want ok", tt.method, tt.path, res, err)
+		case !tt.allowed && (!errors.Is(err, errDenied) || hits.Load() != before):
+			t.Errorf("%s %s: %v with %d requests sent; want the policy's error and none sent", tt.method, tt.path, err, hits.Load()-before)
+		}
+	}
+}
+
 func TestEndpointValidate(t *testing.T) {
 	ok := Endpoint{Name: "x", BaseURL: "https://api.example.com/v1"}
 	tests := []struct {
@@ -282,10 +341,7 @@ func TestEndpointValidate(t *testing.T) {
 		{"no host", func(e *Endpoint) { e.BaseURL = "https:///x" }, "base_url"},
 		{"bad port", func(e *Endpoint) { e.BaseURL = "https://h:99999/" }, "base_url"},
 		{"dot segment", func(e *Endpoint) { e.BaseURL = "https://h/a/../b" }, "base_url"},
-		{"lower-case method", func(e *Endpoint) { e.Methods = []string{"get"} }, "methods"},
-		{"CONNECT", func(e *Endpoint) { e.Methods = []string{"CONNECT"} }, "methods"},
-		{"relative pattern", func(e *Endpoint) { e.Paths = []string{"repos/**"} }, "paths"},
-		{"bad pattern", func(e *Endpoint) { e.Paths = []string{"/a/[x"} }, "paths"},
+		{"negative body limit", func(e *Endpoint) { e.MaxResponseBody = -1 }, "max_response_body"},
 		{"timeout over max", func(e *Endpoint) { e.Timeout, e.MaxTimeout = time.Minute, time.Second }, "timeout"},
 		{"follow all", func(e *Endpoint) { e.FollowRedirects = "all" }, "follow_redirects"},
 		{"bad header name", func(e *Endpoint) { e.HeaderAllow = []string{"X Y"} }, "header_allow"},

@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,9 +17,6 @@ const (
 	DefaultMaxRequestBody  = 1 << 20
 	DefaultMaxResponseBody = 64 << 20
 )
-
-// DefaultMethods are allowed when Endpoint.Methods is empty: read-only.
-var DefaultMethods = []string{http.MethodGet, http.MethodHead}
 
 // DefaultResponseHeaders are returned when Endpoint.ResponseHeaders is empty.
 var DefaultResponseHeaders = []string{
@@ -44,13 +40,15 @@ type Endpoint struct {
 	// BaseURL is "http(s)://host[:port][/path]" without userinfo, query or
 	// fragment. Every request goes to this origin, under this path.
 	BaseURL string
-	// Methods allowed; empty means DefaultMethods (GET and HEAD).
-	Methods []string
-	// Paths are MatchPath patterns relative to the base path; a request
-	// path must match one. They are matched against the decoded path, in
-	// which an encoded slash (%2F) separates segments too. Empty means any
-	// path under the base.
-	Paths []string
+	// Allow decides which methods and paths the endpoint permits; the
+	// gateway passes its policy here (policy.Requests.Check has this
+	// shape). It is asked before anything is sent and before each redirect
+	// hop, with the upper-case method and the normalized, decoded path
+	// relative to the base ("/repos/o/r", no trailing slash, an encoded
+	// slash splitting segments too). A non-nil error refuses: Do returns it
+	// as is; a refused hop's 3xx goes back to the agent. Nil permits every
+	// method and path under the base.
+	Allow func(method, path string) error
 	// Timeout is the default for a whole request, retries and body
 	// included; zero means DefaultTimeout.
 	Timeout time.Duration
@@ -72,7 +70,8 @@ type Endpoint struct {
 	AllowPrivate bool
 	// FollowRedirects is "" or RedirectsNone (a 3xx is returned as is) or
 	// RedirectsSameOrigin (hops to the same scheme, host and port, under
-	// the base path and matching Paths, are followed; others are returned).
+	// the base path and permitted by Allow, are followed; others are
+	// returned).
 	FollowRedirects string
 	// HeaderAllow, if not empty, lists the only headers an agent may set;
 	// HeaderDeny lists headers it may not set. Names are case-insensitive;
@@ -159,19 +158,6 @@ func (e *Endpoint) validate() (*url.URL, error) {
 	base, err := parseBaseURL(e.BaseURL)
 	if err != nil {
 		return bad("base_url", "%s", err)
-	}
-	for _, m := range e.Methods {
-		if !validToken(m) || m != strings.ToUpper(m) {
-			return bad("methods", "%q is not an upper-case HTTP method", m)
-		}
-		if m == http.MethodConnect {
-			return bad("methods", "CONNECT is not supported")
-		}
-	}
-	for _, p := range e.Paths {
-		if !validPattern(p) {
-			return bad("paths", "%q is not a valid pattern (\"/repos/**\", \"/x/*/y\")", p)
-		}
 	}
 	for _, f := range []struct {
 		field string
@@ -317,33 +303,6 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// methodAllowed reports whether the upper-case method m is allowed on e.
-func (e *Endpoint) methodAllowed(m string) bool {
-	list := e.Methods
-	if len(list) == 0 {
-		list = DefaultMethods
-	}
-	for _, a := range list {
-		if a == m {
-			return true
-		}
-	}
-	return false
-}
-
-// pathAllowed reports whether the decoded relative path p matches e.Paths.
-func (e *Endpoint) pathAllowed(p string) bool {
-	if len(e.Paths) == 0 {
-		return true
-	}
-	for _, pat := range e.Paths {
-		if MatchPath(pat, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // nameMatches reports whether the header name matches one of patterns

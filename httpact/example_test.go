@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 
 	"github.com/actiongw/actiongw/httpact"
 )
@@ -24,7 +25,13 @@ func ExampleClient_Do() {
 	e := &httpact.Endpoint{
 		Name:         "api",
 		BaseURL:      srv.URL + "/v1",
-		Paths:        []string{"/repos/**"},
+		// The gateway passes its policy; this one allows GET under /repos.
+		Allow: func(method, path string) error {
+			if method != "GET" || !strings.HasPrefix(path, "/repos/") {
+				return fmt.Errorf("%s %s is not allowed", method, path)
+			}
+			return nil
+		},
 		Auth:         httpact.Auth{Kind: httpact.AuthBearer, Token: []byte("from-the-keyring")},
 		AllowPrivate: true, // the test server is on loopback
 	}
@@ -43,5 +50,5 @@ func ExampleClient_Do() {
 	// Output:
 	// ok 200 1 text/plain
 	// /v1/repos/o/r as Bearer
-	// path: "/admin" is not allowed on this endpoint (allowed: /repos/**)
+	// GET /admin is not allowed
 }

@@ -141,7 +141,7 @@ func TestNginx(t *testing.T) {
 	base := startNginx(t, other.URL)
 	c, logs := newTestClient(t)
 	e := &Endpoint{
-		Name: "nginx", BaseURL: base + "/api", Methods: []string{"GET", "POST"},
+		Name: "nginx", BaseURL: base + "/api",
 		Auth: bearer(), AllowPrivate: true, FollowRedirects: RedirectsSameOrigin,
 		Retry: RetryPolicy{MaxAttempts: 2},
 	}

@@ -2,7 +2,6 @@ package httpact
 
 import (
 	"net/url"
-	"path"
 	"strings"
 )
 
@@ -14,7 +13,7 @@ const maxDecodeLevels = 4
 // confinePath joins the agent's path rel under the escaped base path
 // baseEsc ("" for the root, no trailing slash). It returns the escaped path
 // to send and the decoded path relative to the base ("/a/b"), which is what
-// path patterns are matched against.
+// Endpoint.Allow is asked about.
 //
 // Literal "." and ".." segments are resolved; ".." that would leave the base
 // is refused. Every segment is then decoded up to maxDecodeLevels times, and
@@ -190,55 +189,3 @@ func isHex(c byte) bool {
 }
 
 func pathError(reason string) error { return &RequestError{Field: "path", Reason: reason} }
-
-// MatchPath reports whether the decoded path p ("/repos/o/r") matches
-// pattern. Patterns are slash-separated; "**" as a whole segment matches
-// zero or more segments, and any other segment is matched with path.Match,
-// so "*" matches exactly one segment and "*.json" a suffix. A trailing slash
-// on p is ignored. A malformed pattern matches nothing (Endpoint.Validate
-// reports it).
-func MatchPath(pattern, p string) bool {
-	return matchSegs(splitSegs(pattern), splitSegs(p))
-}
-
-func splitSegs(p string) []string {
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, "/")
-}
-
-func matchSegs(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for skip := 0; skip <= len(segs); skip++ {
-				if matchSegs(pat[1:], segs[skip:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, err := path.Match(pat[0], segs[0]); !ok || err != nil {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
-	}
-	return len(segs) == 0
-}
-
-// validPattern reports whether pattern is usable by MatchPath.
-func validPattern(pattern string) bool {
-	if !strings.HasPrefix(pattern, "/") {
-		return false
-	}
-	for _, s := range splitSegs(pattern) {
-		if _, err := path.Match(s, ""); err != nil {
-			return false
-		}
-	}
-	return true
-}

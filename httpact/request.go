@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -64,8 +63,8 @@ type outgoing struct {
 }
 
 // prepare checks r against e and builds the request. It returns a
-// *RequestError for an agent mistake and an *EndpointError for a
-// configuration or credential problem.
+// *RequestError for an agent mistake, an *EndpointError for a configuration
+// or credential problem, and Allow's error when the policy refuses.
 func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
 	base, err := e.validate()
 	if err != nil {
@@ -79,20 +78,18 @@ func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
 	if !validToken(method) {
 		return nil, &RequestError{Field: "method", Reason: "is not an HTTP method"}
 	}
-	if !e.methodAllowed(method) {
-		allowed := e.Methods
-		if len(allowed) == 0 {
-			allowed = DefaultMethods
-		}
-		return nil, &RequestError{Field: "method", Reason: fmt.Sprintf("%s is not allowed on this endpoint (allowed: %s)", method, strings.Join(allowed, ", "))}
+	if method == http.MethodConnect {
+		return nil, &RequestError{Field: "method", Reason: "CONNECT is not supported"}
 	}
 
 	esc, clean, err := confinePath(strings.TrimSuffix(base.EscapedPath(), "/"), r.Path)
 	if err != nil {
 		return nil, err
 	}
-	if !e.pathAllowed(clean) {
-		return nil, &RequestError{Field: "path", Reason: fmt.Sprintf("%s is not allowed on this endpoint (allowed: %s)", strconv.Quote(clean), strings.Join(e.Paths, ", "))}
+	if e.Allow != nil {
+		if err := e.Allow(method, clean); err != nil {
+			return nil, err
+		}
 	}
 
 	q, err := e.query(r.Query)
