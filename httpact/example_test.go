@@ -23,8 +23,8 @@ func ExampleClient_Do() {
 	c := httpact.NewClient(nil)
 	defer c.Close()
 	e := &httpact.Endpoint{
-		Name:         "api",
-		BaseURL:      srv.URL + "/v1",
+		Name:    "api",
+		BaseURL: srv.URL + "/v1",
 		// The gateway passes its policy; this one allows GET under /repos.
 		Allow: func(method, path string) error {
 			if method != "GET" || !strings.HasPrefix(path, "/repos/") {
