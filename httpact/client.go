@@ -163,7 +163,7 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 			slog.Int64("body_bytes", res.BodyBytes), slog.Duration("duration", res.Duration))
 	}()
 
-	timeout := e.timeout(r.Timeout)
+	timeout := orDefault(r.Timeout, DefaultTimeout)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout})
 	defer cancel()
 

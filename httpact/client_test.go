@@ -342,7 +342,6 @@ func TestEndpointValidate(t *testing.T) {
 		{"bad port", func(e *Endpoint) { e.BaseURL = "https://h:99999/" }, "base_url"},
 		{"dot segment", func(e *Endpoint) { e.BaseURL = "https://h/a/../b" }, "base_url"},
 		{"negative body limit", func(e *Endpoint) { e.MaxResponseBody = -1 }, "max_response_body"},
-		{"timeout over max", func(e *Endpoint) { e.Timeout, e.MaxTimeout = time.Minute, time.Second }, "timeout"},
 		{"follow all", func(e *Endpoint) { e.FollowRedirects = "all" }, "follow_redirects"},
 		{"bad header name", func(e *Endpoint) { e.HeaderAllow = []string{"X Y"} }, "header_allow"},
 		{"auth kind", func(e *Endpoint) { e.Auth.Kind = "oauth" }, "auth"},

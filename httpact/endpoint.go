@@ -13,7 +13,6 @@ import (
 // Defaults used where an Endpoint field is zero.
 const (
 	DefaultTimeout         = 30 * time.Second
-	DefaultMaxTimeout      = 5 * time.Minute
 	DefaultMaxRequestBody  = 1 << 20
 	DefaultMaxResponseBody = 64 << 20
 )
@@ -49,12 +48,6 @@ type Endpoint struct {
 	// as is; a refused hop's 3xx goes back to the agent. Nil permits every
 	// method and path under the base.
 	Allow func(method, path string) error
-	// Timeout is the default for a whole request, retries and body
-	// included; zero means DefaultTimeout.
-	Timeout time.Duration
-	// MaxTimeout caps the timeout a request may ask for; zero means
-	// DefaultMaxTimeout (or Timeout, if that is larger).
-	MaxTimeout time.Duration
 	// MaxRequestBody caps Request.Body; zero means DefaultMaxRequestBody.
 	MaxRequestBody int64
 	// MaxResponseBody is how many response body bytes are read (the
@@ -162,14 +155,10 @@ func (e *Endpoint) validate() (*url.URL, error) {
 	for _, f := range []struct {
 		field string
 		v     int64
-	}{{"timeout", int64(e.Timeout)}, {"max_timeout", int64(e.MaxTimeout)},
-		{"max_request_body", e.MaxRequestBody}, {"max_response_body", e.MaxResponseBody}} {
+	}{{"max_request_body", e.MaxRequestBody}, {"max_response_body", e.MaxResponseBody}} {
 		if f.v < 0 {
 			return bad(f.field, "must not be negative")
 		}
-	}
-	if e.MaxTimeout > 0 && e.Timeout > e.MaxTimeout {
-		return bad("timeout", "is larger than max_timeout")
 	}
 	switch e.FollowRedirects {
 	case "", RedirectsNone, RedirectsSameOrigin:
@@ -287,15 +276,6 @@ func origin(u *url.URL) string {
 func redactedURL(u *url.URL) string {
 	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
 	return r.String()
-}
-
-func (e *Endpoint) timeout(asked time.Duration) time.Duration {
-	t := orDefault(e.Timeout, DefaultTimeout)
-	limit := orDefault(e.MaxTimeout, max(DefaultMaxTimeout, t))
-	if asked > 0 {
-		t = asked
-	}
-	return min(t, limit)
 }
 
 func orDefault[T int | int64 | time.Duration](v, def T) T {

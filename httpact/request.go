@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// Request is what the agent asks for. It names no scheme, host or port:
-// those come from the Endpoint.
+// Request is one request as the gateway built it from the agent's
+// arguments. It names no scheme, host or port: those come from the
+// Endpoint.
 type Request struct {
 	Method string // case-insensitive; must be allowed by the endpoint
 	// Path is joined under the base URL's path. It is in escaped form
@@ -23,8 +24,8 @@ type Request struct {
 	// JSON marks Body as JSON: it must be valid, and Content-Type is set to
 	// application/json unless Headers set one.
 	JSON bool
-	// Timeout for the whole request; zero means the endpoint's, and it is
-	// capped by the endpoint's MaxTimeout.
+	// Timeout bounds the whole request, retries and body included; the
+	// gateway decides it (policy.Timeout). Zero means DefaultTimeout.
 	Timeout time.Duration
 }
 
