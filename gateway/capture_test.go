@@ -332,15 +332,24 @@ func BenchmarkCapture(b *testing.B) {
 	}
 }
 
-// BenchmarkRedact measures the redactor alone on 32 KiB writes.
+// BenchmarkRedact measures the redactor alone on 32 KiB writes, also with
+// secrets that every line of the text nearly matches ("secret-value-x123"
+// against "secret-value-0042").
 func BenchmarkRedact(b *testing.B) {
 	data := textChunk(8 << 20)
-	for _, n := range []int{10, 100} {
-		red, err := NewRedactor(benchSecrets(n))
+	nearMiss := map[string][]byte{}
+	for i := range 100 {
+		nearMiss[fmt.Sprintf("k%d", i)] = []byte(fmt.Sprintf("secret-value-%04d", i))
+	}
+	for _, bc := range []struct {
+		name    string
+		secrets map[string][]byte
+	}{{"secrets=10", benchSecrets(10)}, {"secrets=100", benchSecrets(100)}, {"near-miss/secrets=100", nearMiss}} {
+		red, err := NewRedactor(bc.secrets)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
+		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			w := newRedactWriter(red, func([]byte) {})
 			reportCPU(b, len(data), func() {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"net/url"
 	"slices"
 )
@@ -44,9 +45,12 @@ type Redactor struct {
 	grams    [gramBits / 64]uint64
 	gramMask uint32
 	stride   int
-	// byPrefix maps a pattern's first 4 bytes to the patterns with that
-	// prefix, longest first.
-	byPrefix map[uint32][]pattern
+	// gramOffsets maps each gram in the table to the offsets (bit d for
+	// offset d) it has in some pattern, so a hit names the few start
+	// positions worth checking.
+	gramOffsets map[uint32]uint32
+	// trie finds the longest pattern at a position; see trieNode.
+	trie map[uint32]*trieNode
 }
 
 type pattern struct {
@@ -59,6 +63,7 @@ const (
 	filterBits = 1 << filterLog
 	// maxStride bounds the grams per pattern in the table, and so its
 	// false positives; the table has gramBits bits, 32 KiB to stay in L1.
+	// gramOffsets keeps offsets below maxStride in a uint32.
 	maxStride = 16
 	gramLog   = 18
 	gramBits  = 1 << gramLog
@@ -75,7 +80,8 @@ func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names) // a value shared by two names is redacted with the first
-	r := &Redactor{byPrefix: make(map[uint32][]pattern)}
+	r := &Redactor{trie: make(map[uint32]*trieNode)}
+	var patterns []pattern
 	seen := make(map[string]bool)
 	minLen := math.MaxInt
 	for _, name := range names {
@@ -89,9 +95,10 @@ func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
 				continue
 			}
 			seen[form] = true
-			key := binary.LittleEndian.Uint32([]byte(form))
-			r.byPrefix[key] = append(r.byPrefix[key], pattern{value: []byte(form), replacement: repl})
-			h := prefixHash(key)
+			p := pattern{value: []byte(form), replacement: repl}
+			patterns = append(patterns, p)
+			r.insert(p)
+			h := prefixHash(binary.LittleEndian.Uint32(p.value))
 			r.filter[h/64] |= 1 << (h % 64)
 			r.maxLen = max(r.maxLen, len(form))
 			minLen = min(minLen, len(form))
@@ -104,22 +111,53 @@ func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
 		gram = 3
 		r.gramMask, r.stride = 0xFFFFFF, minLen-gram+1
 	}
-	for _, ps := range r.byPrefix {
-		for _, p := range ps {
-			for off := range r.stride {
-				var g [4]byte
-				copy(g[:gram], p.value[off:])
-				h := gramHash(binary.LittleEndian.Uint32(g[:]))
-				h1, h2 := h>>(64-gramLog), h>>(64-2*gramLog)%gramBits
-				r.grams[h1/64] |= 1 << (h1 % 64)
-				r.grams[h2/64] |= 1 << (h2 % 64)
-			}
+	r.gramOffsets = make(map[uint32]uint32)
+	for _, p := range patterns {
+		for off := range r.stride {
+			var g [4]byte
+			copy(g[:gram], p.value[off:])
+			v := binary.LittleEndian.Uint32(g[:])
+			r.gramOffsets[v] |= 1 << off
+			h := gramHash(v)
+			h1, h2 := h>>(64-gramLog), h>>(64-2*gramLog)%gramBits
+			r.grams[h1/64] |= 1 << (h1 % 64)
+			r.grams[h2/64] |= 1 << (h2 % 64)
 		}
 	}
-	for _, ps := range r.byPrefix {
-		slices.SortStableFunc(ps, func(a, b pattern) int { return len(b.value) - len(a.value) })
-	}
 	return r, nil
+}
+
+// trieNode is a step of 4 bytes in a trie of patterns: the node reached by a
+// pattern's bytes [0, d) holds the patterns of length d to d+3 with those
+// bytes, longest first, and leads on by bytes [d, d+4). Secrets that share
+// a prefix ("ghp_", "AKIA") cost one map step per 4 bytes, not one
+// comparison per secret.
+type trieNode struct {
+	ends []pattern
+	next map[uint32]*trieNode
+}
+
+func (r *Redactor) insert(p pattern) {
+	key := binary.LittleEndian.Uint32(p.value)
+	n := r.trie[key]
+	if n == nil {
+		n = &trieNode{}
+		r.trie[key] = n
+	}
+	for d := 4; len(p.value) >= d+4; d += 4 {
+		key := binary.LittleEndian.Uint32(p.value[d:])
+		next := n.next[key]
+		if next == nil {
+			if n.next == nil {
+				n.next = make(map[uint32]*trieNode)
+			}
+			next = &trieNode{}
+			n.next[key] = next
+		}
+		n = next
+	}
+	n.ends = append(n.ends, p)
+	slices.SortStableFunc(n.ends, func(a, b pattern) int { return len(b.value) - len(a.value) })
 }
 
 // secretForms lists the encodings of v that are redacted: the raw value, its
@@ -201,16 +239,24 @@ blocks:
 			i += k
 			continue
 		}
-		for end := i + n; i < end; i++ {
-			if p := r.matchAt(buf[i:]); p != nil {
-				emit(buf[last:i])
-				emit(p.replacement)
-				*matched = true
-				i += len(p.value)
-				last = i
-				continue blocks
+		// Only the starts the gram map names can begin a pattern; take them
+		// in order: blocks in turn, and in a block the highest offset first.
+		for w := i + k - 1; w < i+n; w += k {
+			offs := r.gramOffsets[binary.LittleEndian.Uint32(buf[w:])&mask]
+			for offs != 0 {
+				d := 31 - bits.LeadingZeros32(offs)
+				offs &^= 1 << d
+				if p := r.matchAt(buf[w-d:]); p != nil {
+					emit(buf[last : w-d])
+					emit(p.replacement)
+					*matched = true
+					i = w - d + len(p.value)
+					last = i
+					continue blocks
+				}
 			}
 		}
+		i += n
 	}
 	// Positions with fewer than 4 bytes left cannot start a pattern.
 	for i < stop && i+4 <= len(buf) {
@@ -240,13 +286,22 @@ func (r *Redactor) matchAt(b []byte) *pattern {
 	if r.filter[h/64]&(1<<(h%64)) == 0 {
 		return nil
 	}
-	ps := r.byPrefix[key]
-	for j := range ps {
-		if bytes.HasPrefix(b, ps[j].value) {
-			return &ps[j]
+	// Deeper nodes hold longer patterns, so the last match found wins.
+	var best *pattern
+	n := r.trie[key]
+	for d := 4; n != nil; d += 4 {
+		for j := range n.ends {
+			if bytes.HasPrefix(b, n.ends[j].value) {
+				best = &n.ends[j]
+				break
+			}
 		}
+		if len(b) < d+4 || n.next == nil {
+			break
+		}
+		n = n.next[binary.LittleEndian.Uint32(b[d:])]
 	}
-	return nil
+	return best
 }
 
 // gramHash gives two table indexes for a gram, in its top gramLog bits and
