@@ -17,7 +17,8 @@ var ErrPoolClosed = errors.New("ssh pool closed")
 // Pool runs commands on targets over reused connections: one per target
 // (and per jump host), with a bounded number of concurrent sessions and a
 // keepalive. A connection that dies or stops answering is closed, and the
-// next call dials a new one. A Pool is safe for concurrent use.
+// next call dials a new one; one unused for five minutes is closed too. A
+// Pool is safe for concurrent use.
 type Pool struct {
 	logger *slog.Logger
 
@@ -181,11 +182,15 @@ type conn struct {
 	closeOnce sync.Once
 	err       error // why it closed; read after done
 
-	mu     sync.Mutex
-	limit  int           // sessions the server allows, learned downwards
-	active int           // sessions of Run calls
-	freed  chan struct{} // closed and replaced when a session ends
+	mu       sync.Mutex
+	limit    int           // sessions the server allows, learned downwards
+	active   int           // sessions of Run calls
+	freed    chan struct{} // closed and replaced when a session ends
+	lastUsed time.Time
 }
+
+// idleTimeout is how long an unused connection stays open.
+const idleTimeout = 5 * time.Minute
 
 func (p *Pool) newConn(t *Target, client *ssh.Client) *conn {
 	c := &conn{
@@ -194,6 +199,8 @@ func (p *Pool) newConn(t *Target, client *ssh.Client) *conn {
 		done:   make(chan struct{}),
 		limit:  t.maxSessions(),
 		freed:  make(chan struct{}),
+
+		lastUsed: time.Now(),
 	}
 	p.wg.Add(2)
 	go func() {
@@ -231,7 +238,8 @@ func (c *conn) close(why error) {
 }
 
 // keepalive sends a keepalive request every interval and closes the
-// connection when one fails or gets no reply within the interval.
+// connection when one fails or gets no reply within the interval, or when
+// it has been idle for idleTimeout.
 func (c *conn) keepalive() {
 	interval := c.target.keepalive()
 	tick := time.NewTicker(interval)
@@ -241,6 +249,10 @@ func (c *conn) keepalive() {
 		case <-c.done:
 			return
 		case <-tick.C:
+		}
+		if c.idle() {
+			c.close(fmt.Errorf("idle for %v", idleTimeout))
+			return
 		}
 		wedged := time.AfterFunc(interval, func() {
 			c.close(fmt.Errorf("no keepalive reply within %v", interval))
@@ -283,9 +295,17 @@ func (c *conn) acquire(ctx context.Context) error {
 	}
 }
 
+// idle reports whether no session has used the connection for idleTimeout.
+func (c *conn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active == 0 && time.Since(c.lastUsed) > idleTimeout
+}
+
 func (c *conn) release() {
 	c.mu.Lock()
 	c.active--
+	c.lastUsed = time.Now()
 	close(c.freed)
 	c.freed = make(chan struct{})
 	c.mu.Unlock()

@@ -34,9 +34,13 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 func TestStopRunning(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	p := newPool(t)
-	for _, mode := range []StopMode{StopSignal, StopWrapper} {
+	for _, stop := range []struct {
+		name string
+		mode StopMode
+		pty  bool
+	}{{"signal", StopSignal, false}, {"wrapper", StopWrapper, false}, {"pty", StopWrapper, true}} {
 		tg := target(s)
-		tg.StopMode = mode
+		tg.StopMode, tg.UsePTY = stop.mode, stop.pty
 		for _, tc := range []struct {
 			name    string
 			command string // %[1]s is a directory for pid files
@@ -51,7 +55,7 @@ func TestStopRunning(t *testing.T) {
 			{name: "while writing the result", cancelOnOutput: true,
 				command: `sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > %[1]s/child; echo $$ > %[1]s/pid; echo result; sleep 1000`, status: StatusCancelled},
 		} {
-			t.Run(string(mode)+"/"+tc.name, func(t *testing.T) {
+			t.Run(stop.name+"/"+tc.name, func(t *testing.T) {
 				dir := s.UserDir(t)
 				ctx, cancel := context.WithCancelCause(context.Background())
 				defer cancel(nil)
@@ -108,7 +112,7 @@ func assertPrompt(t *testing.T, p *Pool, tg *Target) {
 	t.Helper()
 	start := time.Now()
 	out, err := runCmd(t, p, tg, "echo ok")
-	if err != nil || out.res.Status != StatusExited || out.stdout != "ok\n" {
+	if err != nil || out.res.Status != StatusExited || strings.TrimRight(out.stdout, "\r\n") != "ok" {
 		t.Fatalf("next Run: got %+v, %q, %v; want exited with ok", out.res, out.stdout, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
