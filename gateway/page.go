@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -194,7 +195,8 @@ type SearchResult struct {
 	Stream  string        `json:"stream"`
 	Matches []SearchMatch `json:"matches"`
 	// Truncated reports that the search stopped before the end of the
-	// retained data; Reason says why ("max_matches" or "time_limit").
+	// retained data; Reason says why: "max_matches", "time_limit",
+	// "cancelled", or "result_bytes" when FitSearch dropped matches.
 	Truncated bool   `json:"truncated"`
 	Reason    string `json:"reason,omitempty"`
 	// Missing names byte ranges that were not retained, so not searched.
@@ -267,14 +269,17 @@ func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxM
 	return res, nil
 }
 
-var errSearchTime = fmt.Errorf("search took longer than %v", SearchTimeLimit)
+var errSearchTime = errors.New("search time limit")
 
 // searchRange appends the matches in buf, which starts at stream offset
 // base on line number line. It returns why it stopped early, or "".
 func searchRange(ctx context.Context, re *regexp.Regexp, buf []byte, base, line int64, maxMatches int, res *SearchResult) string {
 	for ls, n := 0, 0; ls < len(buf); n++ {
 		if n%256 == 0 && ctx.Err() != nil {
-			return "time_limit"
+			if context.Cause(ctx) == errSearchTime {
+				return "time_limit"
+			}
+			return "cancelled"
 		}
 		le := bytes.IndexByte(buf[ls:], '\n')
 		if le < 0 {

@@ -206,8 +206,8 @@ func TestSpoolSearch(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	res, err = sp.Search(ctx, act.Handle(), "stdout", `ERR`, 0)
-	if err != nil || !res.Truncated || res.Reason != "time_limit" {
-		t.Errorf("cancelled search: got %+v, %v; want truncated by time_limit", res, err)
+	if err != nil || !res.Truncated || res.Reason != "cancelled" {
+		t.Errorf("cancelled search: got %+v, %v; want truncated, cancelled", res, err)
 	}
 
 	var pe *PatternError

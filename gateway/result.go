@@ -319,6 +319,8 @@ func describeSearch(r *SearchResult, pattern string) string {
 		b.WriteString(" Stopped at max_matches: there are more; raise max_matches or narrow the pattern.")
 	case "time_limit":
 		b.WriteString(" Stopped at the time limit before the end: narrow the pattern.")
+	case "cancelled":
+		b.WriteString(" Cancelled before the end.")
 	case "result_bytes":
 		b.WriteString(" More matches were found than fit in one result: narrow the pattern or lower max_matches.")
 	}
