@@ -49,6 +49,8 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 	method := strings.ToUpper(in.Method)
 	// The audit keeps no query string: it may carry a credential.
 	intent := &AuditRecord{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]}
+	// A first check on the path as given, so a denial is audited as one;
+	// httpact checks again on the normalized path.
 	if err := he.requests.Check(method, in.Path); err != nil {
 		var de *policy.DeniedError
 		errors.As(err, &de)
@@ -59,7 +61,9 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		g.deny(intent, "failed", "credentials", he.err.Error())
 		return g.failure("cannot use endpoint %q: %v", in.Endpoint, he.err)
 	}
-	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body), Timeout: seconds(in.TimeoutS)}
+	c := g.cfg.HTTP[in.Endpoint]
+	timeout, _ := policy.Timeout(seconds(in.TimeoutS), c.Timeout, c.MaxTimeout)
+	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body), Timeout: timeout}
 	if in.JSON != nil {
 		if in.Body != "" {
 			return g.failure("give either body or json, not both")
@@ -88,10 +92,8 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 	act.out.Finish()
 
 	out := HTTPRequestOutput{Handle: act.out.Handle(), Endpoint: in.Endpoint, Body: body.Summary(), Headers: map[string]string{}}
-	var reqErr *httpact.RequestError
+	// An error means nothing was sent: a refused path, header or body.
 	switch {
-	case errors.As(doErr, &reqErr):
-		out.Status, out.Reason = "failed", doErr.Error()
 	case doErr != nil:
 		out.Status, out.Reason = "failed", doErr.Error()
 	default:

@@ -136,8 +136,9 @@ func buildHTTPEndpoint(cfg *Config, name string, values map[string]secrets.Value
 	c := cfg.HTTP[name]
 	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}}
 	e := &httpact.Endpoint{
-		Name: name, BaseURL: c.BaseURL, Methods: c.Methods, Paths: c.Paths,
-		Timeout: c.Timeout, MaxTimeout: c.MaxTimeout, MaxRequestBody: c.MaxRequestBytes,
+		Name: name, BaseURL: c.BaseURL, MaxRequestBody: c.MaxRequestBytes,
+		// httpact checks the normalized path, on every redirect hop too.
+		Allow:           he.requests.Check,
 		MaxResponseBody: cfg.Server.RetainHeadBytes + cfg.Server.RetainTailBytes + c.DrainCap,
 		AllowPrivate:    c.AllowPrivate, FollowRedirects: c.FollowRedirects,
 		HeaderAllow: c.HeaderAllow, HeaderDeny: c.HeaderDeny, ResponseHeaders: c.ResponseHeaders,
