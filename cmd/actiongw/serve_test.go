@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -71,6 +72,21 @@ func randomHex(t testing.TB, n int) string {
 // stopMode, "hang" points at a listener that never answers.
 func startServed(t testing.TB, stopMode string) *served {
 	t.Helper()
+	return startServedWith(t, servedOptions{stopMode: stopMode})
+}
+
+// servedOptions vary startServed.
+type servedOptions struct {
+	stopMode string
+	// server holds extra [server] lines, such as limits.
+	server string
+	// prepare runs on the state directory before serve starts.
+	prepare func(state string)
+}
+
+func startServedWith(t testing.TB, o servedOptions) *served {
+	t.Helper()
+	stopMode := cmp.Or(o.stopMode, "signal")
 	needKeyring(t)
 	s := &served{sshd: sshtest.Start(t, sshtest.Options{}), release: make(chan struct{}),
 		token: "tok-" + randomHex(t, 12), stderr: &lockedBuffer{}}
@@ -101,10 +117,14 @@ func startServed(t testing.TB, stopMode string) *served {
 		t.Cleanup(func() { kr.Delete(ctx, name) })
 	}
 	s.state = t.TempDir()
+	if o.prepare != nil {
+		o.prepare(s.state)
+	}
 	cfg := fmt.Sprintf(`
 [server]
 state_dir = %q
 log_level = "debug"
+%s
 [ssh.box]
 host = "127.0.0.1"
 port = %d
@@ -125,7 +145,7 @@ auth = "bearer"
 token_secret = "api-token"
 allow_private = true
 max_attempts = 3
-`, s.state, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL)
+`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL)
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
