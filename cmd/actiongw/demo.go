@@ -395,12 +395,15 @@ func (d *demoRun) callRaw(ctx context.Context, tool string, args map[string]any,
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("decoding the %s result: %w", tool, err)
 	}
-	if res.IsError {
-		return nil, fmt.Errorf("%s failed: %s", tool, toolText(&res))
-	}
 	structured, err := json.Marshal(res.StructuredContent)
 	if err != nil {
 		return nil, err
+	}
+	if res.IsError {
+		if len(structured) > 2048 {
+			structured = append(structured[:2048], "…"...)
+		}
+		return nil, fmt.Errorf("%s failed: %s\nstructured result: %s", tool, toolText(&res), structured)
 	}
 	if err := json.Unmarshal(structured, out); err != nil {
 		return nil, fmt.Errorf("decoding the %s result: %w", tool, err)

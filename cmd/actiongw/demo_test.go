@@ -1,0 +1,235 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/gateway"
+)
+
+// freshEnv is an environment like a fresh machine's: no config, no state,
+// no keyring (no session bus), with every writable place under root.
+func freshEnv(t *testing.T, root string) []string {
+	return slices.DeleteFunc(canaryEnv(t, root), func(kv string) bool {
+		return strings.HasPrefix(kv, "DBUS_SESSION_BUS_ADDRESS=") || strings.HasPrefix(kv, "ACTIONGW_")
+	})
+}
+
+// TestDemo runs `actiongw demo` as a person would on a fresh machine.
+func TestDemo(t *testing.T) {
+	bin := actiongwBinary(t)
+	root := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), bin, "demo")
+	cmd.Env = freshEnv(t, root)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err := cmd.Run()
+	took := time.Since(began)
+	t.Logf("actiongw demo took %v:\n%s", took, stdout.String())
+	if err != nil {
+		t.Fatalf("actiongw demo: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if took > 30*time.Second {
+		t.Errorf("the demo took %v; want well under 30s", took)
+	}
+	for _, want := range []string{
+		"listen on 127.0.0.1 only",
+		"exist only in the\n    serve process's memory",
+		"as you (user ",
+		"1. initialize\n   server actiongw",
+		"ssh  sandbox ",
+		"http demo-api  http://127.0.0.1:",
+		"$ seq 1 7000000\n   … ",
+		"status exited, exit code 0",
+		"stdout: 54.9 MB, 7000000 lines",
+		"truncated: true, handle: out_",
+		`last 32 bytes: "6999997⏎6999998⏎6999999⏎7000000⏎" (eof true)`,
+		`pattern "^6543210$": 1 match, line 6543210, offset 51234568`,
+		"| Authorization: Bearer [REDACTED:demo-api-token]\n",
+		"sent notifications/cancelled",
+		"audit log outcome: status cancelled, remote_stopped true",
+		`$ echo still here  →  "still here\n", answered in `,
+		"cancels received 1, responses dropped 1",
+		"demo passed: 9 steps in ",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the transcript lacks %q", want)
+		}
+	}
+	if strings.Count(stdout.String(), "   ok, ") != 9 {
+		t.Errorf("got %d steps ok; want 9", strings.Count(stdout.String(), "   ok, "))
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("got stderr %q; want none when the demo passes", stderr.String())
+	}
+	// Nothing is left behind: the serve process's state and the demo's
+	// own files were in the temporary directory.
+	left, _ := os.ReadDir(root + "/tmp")
+	if len(left) != 0 {
+		t.Errorf("the demo left %v in TMPDIR", left)
+	}
+}
+
+// A step that misbehaves makes the demo fail, naming the step.
+func TestDemoFailureNamesTheStep(t *testing.T) {
+	bin := actiongwBinary(t)
+	cmd := exec.CommandContext(t.Context(), bin, "demo")
+	// Without PATH the remote shell finds no seq: step 3 fails.
+	cmd.Env = append(freshEnv(t, t.TempDir()), "PATH=/nonexistent")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("got %v; want exit status 1\nstdout:\n%s", err, stdout.String())
+	}
+	for _, want := range []string{
+		"actiongw: demo failed: step 3 (ssh_exec: a command that prints about 55 MB): ssh_exec failed: ",
+		"exited with exit code 127",
+		"seq: not found", // the remote stderr
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("got stderr:\n%s\nwant it to hold %q", stderr.String(), want)
+		}
+	}
+	if strings.Contains(stdout.String(), "demo passed") {
+		t.Errorf("the transcript says the demo passed:\n%s", stdout.String())
+	}
+}
+
+// TestServeDemoSDKClient: any MCP client can use `actiongw serve -demo`;
+// here the go-sdk's own client over its CommandTransport.
+func TestServeDemoSDKClient(t *testing.T) {
+	bin := actiongwBinary(t)
+	cmd := exec.Command(bin, "serve", "-demo")
+	cmd.Env = freshEnv(t, t.TempDir())
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-demo-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer func() {
+		if err := cs.Close(); err != nil {
+			t.Errorf("close: %v\n%s", err, stderr.String())
+		}
+	}()
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"health", "http_request", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
+		t.Errorf("tools/list: got %v; want %v", names, want)
+	}
+
+	call := func(name string, args map[string]any, out any) {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.IsError {
+			t.Fatalf("%s: got an error result %+v", name, res.Content)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	var targets struct {
+		SSH  []struct{ Name, Host string } `json:"ssh"`
+		HTTP []struct {
+			Name    string `json:"name"`
+			BaseURL string `json:"base_url"`
+		} `json:"http"`
+	}
+	call("list_targets", map[string]any{}, &targets)
+	if len(targets.SSH) != 1 || targets.SSH[0].Name != "sandbox" || targets.SSH[0].Host != "127.0.0.1" ||
+		len(targets.HTTP) != 1 || targets.HTTP[0].Name != "demo-api" || !strings.HasPrefix(targets.HTTP[0].BaseURL, "http://127.0.0.1:") {
+		t.Errorf("list_targets: got %+v; want sandbox and demo-api on 127.0.0.1", targets)
+	}
+	var ssh gateway.SSHExecOutput
+	call("ssh_exec", map[string]any{"target": "sandbox", "command": "echo hi; id -un >&2"}, &ssh)
+	if ssh.Status != "exited" || ssh.ExitCode == nil || *ssh.ExitCode != 0 || ssh.Stdout.Head != "hi\n" {
+		t.Errorf("ssh_exec: got %+v; want exited 0 with stdout hi", ssh)
+	}
+	if me := os.Getenv("USER"); me != "" && ssh.Stderr.Head != me+"\n" {
+		t.Errorf("ssh_exec ran as %q; want the current user %q", ssh.Stderr.Head, me)
+	}
+	var web gateway.HTTPRequestOutput
+	call("http_request", map[string]any{"endpoint": "demo-api", "method": "GET", "path": "/echo"}, &web)
+	if web.HTTPStatus != 200 || !strings.Contains(web.Body.Head, "Authorization: Bearer [REDACTED:demo-api-token]\n") {
+		t.Errorf("http_request: got HTTP %d, body %q; want 200 with the token redacted", web.HTTPStatus, web.Body.Head)
+	}
+}
+
+func TestServeDemoUsage(t *testing.T) {
+	cases := []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"serve", []string{"-demo", "-config", "x.toml"}, "-demo and -config are exclusive"},
+		{"serve", []string{"-demo", "extra"}, `unexpected argument "extra"`},
+		{"demo", []string{"extra"}, `unexpected argument "extra"`},
+		{"demo", []string{"-config", "x.toml"}, "flag provided but not defined"},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		cl := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
+		err := cl.run(t.Context(), append([]string{c.cmd}, c.args...))
+		var uerr *usageError
+		if !errors.As(err, &uerr) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %q: got %v; want a usage error containing %q", c.cmd, c.args, err, c.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%s %q: got stdout %q; want none", c.cmd, c.args, stdout.String())
+		}
+	}
+}
+
+// The demo checks pages of `seq 1 7000000` against seqOffset and seqText:
+// they must agree with the real text.
+func TestSeqText(t *testing.T) {
+	var b strings.Builder
+	const n = 1_200_000
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	text := b.String()
+	for _, num := range []int64{1, 2, 9, 10, 11, 99, 100, 999_999, 1_000_000, n} {
+		off := seqOffset(num)
+		if got, want := text[off:off+int64(len(fmt.Sprint(num)))], fmt.Sprint(num); got != want {
+			t.Errorf("seqOffset(%d) = %d: the text there is %q; want %q", num, off, got, want)
+		}
+	}
+	if got, want := seqOffset(n+1), int64(len(text)); got != want {
+		t.Errorf("seqOffset(%d) = %d; want the length %d", n+1, got, want)
+	}
+	for _, off := range []int64{0, 1, 17, 18, 19, 188, 189, 12345, 6_888_888, int64(len(text)) - 100} {
+		for _, size := range []int64{1, 7, 48} {
+			if got, want := seqText(off, size), text[off:off+size]; got != want {
+				t.Errorf("seqText(%d, %d) = %q; want %q", off, size, got, want)
+			}
+		}
+	}
+}
