@@ -149,8 +149,9 @@ func (a *AuditLog) Append(rec *AuditRecord) error {
 	r.Seq, r.Prev = a.seq+1, a.prev
 	line, err := json.Marshal(&r)
 	if err == nil {
-		_, err = a.f.Write(append(line, '\n'))
-		if err != nil {
+		var n int
+		n, err = a.f.Write(append(line, '\n'))
+		if err != nil && n > 0 {
 			// Cut back a partial line; if that fails, no later line can
 			// be trusted to chain.
 			if terr := a.f.Truncate(a.size); terr != nil {
