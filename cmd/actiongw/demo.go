@@ -65,6 +65,7 @@ func (c *cli) demo(ctx context.Context, args []string) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
 
@@ -83,6 +84,9 @@ func (c *cli) demo(ctx context.Context, args []string) error {
 	}
 	if err == nil {
 		err = d.checkCleanedUp()
+	}
+	if interrupted := context.Cause(parent); interrupted != nil {
+		return fmt.Errorf("demo interrupted: %w", interrupted)
 	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "the serve process's log (last %d KiB):\n%s\n", serverLog.max>>10, serverLog)
@@ -188,7 +192,7 @@ func (d *demoRun) bigOutput(ctx context.Context) error {
 	command := fmt.Sprintf("seq 1 %d", seqLast)
 	d.printf("   $ %s\n", command)
 	var out gateway.SSHExecOutput
-	raw, err := d.callRaw(ctx, "ssh_exec", map[string]any{"target": demo.SSHTarget, "command": command}, d.progressPrinter(), &out)
+	raw, err := d.callRaw(ctx, "ssh_exec", map[string]any{"target": demo.SSHTarget, "command": command}, d.progressPrinter("received"), &out)
 	if err != nil {
 		return err
 	}
@@ -237,7 +241,7 @@ func (d *demoRun) readOutput(ctx context.Context) error {
 func (d *demoRun) searchOutput(ctx context.Context) error {
 	pattern := fmt.Sprintf("^%d$", searchNumber)
 	var res gateway.SearchResult
-	if err := d.call(ctx, "search_output", map[string]any{"handle": d.bigHandle, "stream": "stdout", "pattern": pattern}, nil, &res); err != nil {
+	if err := d.call(ctx, "search_output", map[string]any{"handle": d.bigHandle, "stream": "stdout", "pattern": pattern}, d.progressPrinter("searched"), &res); err != nil {
 		return err
 	}
 	if len(res.Matches) != 1 || res.Matches[0].Line != searchNumber || res.Matches[0].Offset != seqOffset(searchNumber) {
@@ -278,7 +282,7 @@ func (d *demoRun) cancelSlow(ctx context.Context) error {
 	pidFile := filepath.Join(d.tmp, "slow.pid")
 	command := fmt.Sprintf("echo $$ > %s; for i in $(seq 1 %d); do echo tick $i; sleep 0.05; done", pidFile, slowTicks)
 	d.printf("   $ %s\n", command)
-	p, err := d.client.StartTool(ctx, "ssh_exec", map[string]any{"target": demo.SSHTarget, "command": command}, d.progressPrinter())
+	p, err := d.client.StartTool(ctx, "ssh_exec", map[string]any{"target": demo.SSHTarget, "command": command}, d.progressPrinter("received"))
 	if err != nil {
 		return err
 	}
@@ -360,8 +364,16 @@ func (d *demoRun) health(ctx context.Context) error {
 			StdoutBlockedMS  int64 `json:"stdout_blocked_ms"`
 		} `json:"transport"`
 	}
-	if err := d.call(ctx, "health", map[string]any{}, nil, &out); err != nil {
-		return err
+	// The cancelled action's outcome is on record just before it stops
+	// counting as active.
+	for {
+		if err := d.call(ctx, "health", map[string]any{}, nil, &out); err != nil {
+			return err
+		}
+		if out.ActiveActions == 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	t := out.Transport
 	if t.CancelsReceived != 1 || t.OversizeFrames != 0 || t.ParseErrors != 0 || out.ActiveActions != 0 {
@@ -422,15 +434,19 @@ func toolText(res *mcp.CallToolResult) string {
 }
 
 // progressPrinter prints a call's progress notifications, at most two a
-// second.
-func (d *demoRun) progressPrinter() mcphost.ProgressFunc {
+// second: "… 12.3 MB received so far".
+func (d *demoRun) progressPrinter(verb string) mcphost.ProgressFunc {
 	var last time.Time
 	return func(p mcp.ProgressNotificationParams) {
 		if time.Since(last) < 500*time.Millisecond {
 			return
 		}
 		last = time.Now()
-		d.printf("   … %s received so far\n", size(int64(p.Progress)))
+		if p.Total > 0 {
+			d.printf("   … %s of %s %s so far\n", size(int64(p.Progress)), size(int64(p.Total)), verb)
+			return
+		}
+		d.printf("   … %s %s so far\n", size(int64(p.Progress)), verb)
 	}
 }
 
