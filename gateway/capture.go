@@ -280,6 +280,4 @@ func trimToRuneStart(b []byte) []byte {
 
 // looksBinary reports whether b, already cut at character boundaries, is
 // not text: it holds a NUL byte or invalid UTF-8.
-func looksBinary(b []byte) bool {
-	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
-}
+func looksBinary(b []byte) bool { return !isText(b) }

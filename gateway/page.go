@@ -104,33 +104,40 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 	if err := rd.readAt(buf, start); err != nil {
 		return nil, err
 	}
-	// Keep whole characters. A character cut by a gap cannot be shown as
-	// text, so its retained bytes are named missing with the gap.
-	if start == r.Start && r.Start > 0 {
-		if k := len(buf) - len(trimToRuneStart(buf)); k > 0 {
-			if n := len(p.Missing); n > 0 {
-				p.Missing[n-1].End += int64(k)
-			} else {
-				p.Missing = append(p.Missing, ByteRange{start, start + int64(k)})
-			}
-			start += int64(k)
-			buf = buf[k:]
-		}
-	} else if back := runeStartBack(rd, buf, start, r.Start); len(back) > 0 {
-		start -= int64(len(back))
-		buf = append(back, buf...)
-	}
+	// Keep whole characters when the bytes are text: begin at the character
+	// that start falls in, and leave a character cut by the limit for the
+	// next page. A character cut by a gap cannot be shown, so its retained
+	// bytes are named missing with the gap.
+	gapBefore := start == r.Start && r.Start > 0
 	gapAfter := end == r.End && r.End < total
+	tStart, t := start, buf
+	if gapBefore {
+		t = trimToRuneStart(t)
+		tStart += int64(len(buf) - len(t))
+	} else if back := runeStartBack(rd, buf, start, r.Start); len(back) > 0 {
+		tStart -= int64(len(back))
+		t = append(back, t...)
+	}
 	if end < r.End || gapAfter {
-		buf = trimToRuneEnd(buf)
-		if len(buf) == 0 && !gapAfter {
-			// A limit smaller than one character: give it whole anyway.
-			buf = make([]byte, min(r.End-start, utf8.UTFMax))
-			if err := rd.readAt(buf, start); err != nil {
-				return nil, err
-			}
-			buf = trimToRuneEnd(buf)
+		t = trimToRuneEnd(t)
+	}
+	if len(t) == 0 && end < r.End {
+		// A limit smaller than one character: give it whole anyway.
+		t = make([]byte, min(r.End-tStart, utf8.UTFMax))
+		if err := rd.readAt(t, tStart); err != nil {
+			return nil, err
 		}
+		t = trimToRuneEnd(t)
+	}
+	if isText(t) {
+		if tStart > start {
+			if n := len(p.Missing); n > 0 && p.Missing[n-1].End == start {
+				p.Missing[n-1].End = tStart
+			} else {
+				p.Missing = append(p.Missing, ByteRange{start, tStart})
+			}
+		}
+		start, buf = tStart, t
 	}
 	p.Offset = start
 	p.setData(buf)
@@ -175,12 +182,15 @@ func runeStartBack(rd *streamReader, buf []byte, start, rangeStart int64) []byte
 
 func (p *Page) setData(b []byte) {
 	p.raw = b
-	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+	if isText(b) {
 		p.Data, p.Encoding = string(b), ""
 		return
 	}
 	p.Data, p.Encoding = base64.StdEncoding.EncodeToString(b), "base64"
 }
+
+// isText reports whether b can be shown as text: valid UTF-8 without NUL.
+func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
 
 func abs64(v int64) int64 {
 	if v < 0 {

@@ -244,3 +244,40 @@ func TestSpoolSearchLongLine(t *testing.T) {
 		t.Errorf("got %+v (%d bytes of text); want offset %d, line 1, a short snippet with the match", m, len(m.Text), 50<<20)
 	}
 }
+
+// TestSpoolReadGapEdges reads next to retention gaps: a character cut by a
+// gap is named missing, but the same bytes in a binary stream are returned.
+func TestSpoolReadGapEdges(t *testing.T) {
+	sp, err := OpenSpool(t.TempDir(), SpoolOptions{RetainHeadBytes: 4, RetainTailBytes: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := spoolOne(t, sp, nil, []byte("€€€€")) // kept: [0,4) and [8,12)
+	bin, _ := spoolOne(t, sp, nil, []byte("\x00\x81\x82\x83\x84\x85\x86\x87\x88\x89"))
+	tests := []struct {
+		name     string
+		act      *ActionOutput
+		offset   int64
+		wantData []byte
+		wantAt   int64
+		wantMiss []ByteRange
+		wantNext int64
+	}{
+		{"text before a gap", text, 0, []byte("€"), 0, []ByteRange{{3, 8}}, 8},
+		{"text after a gap", text, 8, []byte("€"), 9, []ByteRange{{8, 9}}, 12},
+		{"text in a gap", text, 5, []byte("€"), 9, []ByteRange{{5, 9}}, 12},
+		{"binary before a gap", bin, 0, []byte("\x00\x81\x82\x83"), 0, []ByteRange{{4, 6}}, 6},
+		{"binary after a gap", bin, 6, []byte("\x86\x87\x88\x89"), 6, nil, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := sp.Read(tt.act.Handle(), "stdout", tt.offset, false, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pageData(t, p); !bytes.Equal(got, tt.wantData) || p.Offset != tt.wantAt || fmt.Sprint(p.Missing) != fmt.Sprint(tt.wantMiss) || p.NextOffset != tt.wantNext {
+				t.Errorf("got %q at %d, missing %v, next %d; want %q at %d, missing %v, next %d", got, p.Offset, p.Missing, p.NextOffset, tt.wantData, tt.wantAt, tt.wantMiss, tt.wantNext)
+			}
+		})
+	}
+}
