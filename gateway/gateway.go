@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -118,6 +119,12 @@ func (g *Gateway) ActiveActions() int64 { return g.active.Load() }
 // Redactor returns the redactor that knows every loaded secret.
 func (g *Gateway) Redactor() *Redactor { return g.red }
 
+// Shutdown cancels every running action with cause, wrapped in
+// ErrShutdown, and returns at once; Close waits for them.
+func (g *Gateway) Shutdown(cause error) {
+	g.cancel(fmt.Errorf("%w: %v", ErrShutdown, cause))
+}
+
 // Close cancels every running action with ErrShutdown, waits for them to
 // stop (each writes its outcome record), then closes connections and files.
 func (g *Gateway) Close() error {
@@ -192,14 +199,21 @@ func (g *Gateway) deny(intent *AuditRecord, status, rule, reason string) {
 	}
 }
 
-// cancelReason turns a cancellation cause into words for the result.
-func cancelReason(ctx context.Context) string {
+// cancelReason turns the cause that ended an action into words for the
+// result. A shutdown of the gateway names itself even when the action saw
+// its session end first.
+func (g *Gateway) cancelReason(ctx context.Context) string {
+	if g.ctx.Err() != nil {
+		return context.Cause(g.ctx).Error()
+	}
 	cause := context.Cause(ctx)
 	switch {
 	case cause == nil:
 		return ""
 	case errors.Is(cause, context.Canceled):
 		return "cancelled by the client"
+	case errors.Is(cause, io.EOF):
+		return ErrShutdown.Error() + ": the client closed the connection"
 	}
 	return cause.Error()
 }

@@ -103,7 +103,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			out.Headers[k] = g.red.RedactString(v)
 		}
 		if res.Status == httpact.StatusCancelled {
-			out.Reason = cancelReason(actx)
+			out.Reason = g.cancelReason(actx)
 		}
 		if res.BodyCut {
 			out.Reason = strings.TrimSpace(out.Reason + fmt.Sprintf(" the body was cut after %d bytes (retention budget plus drain_cap)", res.BodyBytes))

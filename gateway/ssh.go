@@ -88,14 +88,14 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 	if runErr != nil {
 		out.Status, out.Reason = "failed", runErr.Error()
 		if actx.Err() != nil {
-			out.Status, out.Reason = statusOf(actx), cancelReason(actx)
+			out.Status, out.Reason = statusOf(actx), g.cancelReason(actx)
 		}
 		out.DurationMS = time.Since(act.start).Milliseconds()
 	} else {
 		out.Status, out.ExitCode, out.Signal = string(res.Status), res.ExitCode, res.Signal
 		out.DurationMS, out.RemoteStopped, out.Reason = res.Duration.Milliseconds(), res.RemoteStopped, res.Reason
 		if res.Status == sshexec.StatusCancelled {
-			out.Reason = cancelReason(actx)
+			out.Reason = g.cancelReason(actx)
 		}
 	}
 	out.Reason = g.red.RedactString(out.Reason)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/demo"
@@ -47,12 +46,21 @@ func (c *cli) serveMCP(ctx context.Context, cfg *gateway.Config, store gateway.S
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer out.Close()
+	// A stdin whose blocked read a cancelled ctx can interrupt.
+	in, err := mcpserver.TakeStdin()
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer in.Close()
 	gw, err := gateway.New(ctx, gateway.Options{Config: cfg, Secrets: store, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// A signal stops running actions at once, with the signal as the reason.
+	stop := context.AfterFunc(ctx, func() { gw.Shutdown(context.Cause(ctx)) })
+	defer stop()
 	logger.Info("serving MCP on stdio", "version", version, "ssh_targets", len(cfg.SSH), "http_endpoints", len(cfg.HTTP))
-	err = mcpserver.Serve(ctx, os.Stdin, out, mcpserver.Options{
+	err = mcpserver.Serve(ctx, in, out, mcpserver.Options{
 		Config: cfg, Logger: logger, Version: version, Gateway: gw,
 		ActiveActions: func() int { return int(gw.ActiveActions()) },
 	})

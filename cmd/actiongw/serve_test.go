@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -450,5 +451,72 @@ func TestServeCancelHTTP(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(s.state, "audit.jsonl"))
 	if n := strings.Count(string(data), `"status":"cancelled"`); n != 3 {
 		t.Errorf("%d cancelled outcomes in the audit log; want 3:\n%s", n, data)
+	}
+}
+
+// TestServeShutdown ends the server with stdin closed, and with SIGTERM,
+// while a command runs: the server exits in bounded time, the remote process
+// is gone and the action's outcome is on record.
+func TestServeShutdown(t *testing.T) {
+	for _, how := range []string{"stdin EOF", "SIGTERM"} {
+		t.Run(how, func(t *testing.T) {
+			s := startServed(t, "signal")
+			pidFile := filepath.Join("/tmp", "actiongw-shutdown-"+randomHex(t, 6))
+			t.Cleanup(func() { os.Remove(pidFile) })
+			command := "echo $$ > " + pidFile + "; exec sleep 60"
+			if _, err := s.client.StartTool(context.Background(), "ssh_exec", map[string]any{"target": "box", "command": command}, nil); err != nil {
+				t.Fatal(err)
+			}
+			pid := waitPID(t, pidFile)
+			server, err := os.FindProcess(s.client.Pid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if how == "SIGTERM" {
+				server.Signal(syscall.SIGTERM)
+			}
+			s.client.Close() // closes stdin; kills the server if it is still up after 5 s
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("server took %v to exit; want it bounded well under the 5 s kill", d)
+			}
+			if !sshtest.WaitGone(pid, 5*time.Second) {
+				t.Errorf("remote process %d survived the server", pid)
+			}
+			rec := outcomeOf(t, s.state, command)
+			if rec.Status != "cancelled" || !strings.Contains(rec.Reason, "shutting down") || rec.RemoteStopped == nil || !*rec.RemoteStopped {
+				t.Errorf("outcome %+v; want cancelled by the shutdown with remote_stopped true", rec)
+			}
+		})
+	}
+}
+
+// TestServeProgress asks for progress and gets a few notifications a
+// second with growing byte counts.
+func TestServeProgress(t *testing.T) {
+	s := startServed(t, "signal")
+	var mu sync.Mutex
+	var seen []float64
+	start := time.Now()
+	res, err := s.client.CallTool(context.Background(), "ssh_exec",
+		map[string]any{"target": "box", "command": "for i in $(seq 1 15); do seq 1 2000; sleep 0.1; done"},
+		func(p mcp.ProgressNotificationParams) {
+			mu.Lock()
+			seen = append(seen, p.Progress)
+			mu.Unlock()
+		})
+	if err != nil || res.IsError {
+		t.Fatalf("ssh_exec: %v %s", err, resultText(res))
+	}
+	elapsed := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 || float64(len(seen)) > 5*elapsed.Seconds()+1 {
+		t.Errorf("%d progress notifications in %v; want a few a second", len(seen), elapsed)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Errorf("progress went back: %v", seen)
+		}
 	}
 }
