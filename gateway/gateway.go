@@ -72,8 +72,8 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	store := opts.Secrets
-	tg, raw := loadTargets(ctx, cfg, store, log)
-	red, err := NewRedactor(raw)
+	tg, redact := loadTargets(ctx, cfg, store, log)
+	red, err := NewRedactorList(redact)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -72,7 +73,13 @@ methods = ["GET", "POST"]
 auth = "bearer"
 token_secret = "api-token"
 allow_private = true
-%s`, state, sshd.Port, sshd.User, sshd.KnownHosts, sshd.Port, sshd.User, sshd.KnownHosts, api.URL, extra)
+[http.basic]
+base_url = %q
+auth = "basic"
+user = "deploy"
+password_secret = "api-token"
+allow_private = true
+%s`, state, sshd.Port, sshd.User, sshd.KnownHosts, sshd.Port, sshd.User, sshd.KnownHosts, api.URL, api.URL, extra)
 	cfg, err := ParseConfig([]byte(toml))
 	if err != nil {
 		t.Fatal(err)
@@ -291,5 +298,20 @@ func TestGatewayCloseCancelsRunningActions(t *testing.T) {
 	}
 	if audit := readAudit(t, f); !strings.Contains(audit, `"status":"cancelled"`) {
 		t.Errorf("no cancelled outcome in the audit log:\n%s", audit)
+	}
+}
+
+func TestGatewayRedactsEchoedBasicAuth(t *testing.T) {
+	f := newFixture(t, "")
+	r := f.gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: "basic", Method: "GET", Path: "/"}, nil)
+	out, ok := r.Structured.(*HTTPRequestOutput)
+	if !ok {
+		t.Fatalf("http_request: %s", r.Text)
+	}
+	// The server echoes "Basic base64(deploy:<password>)"; base64 is
+	// matched unpadded, so padding may follow the marker.
+	encoded := base64.StdEncoding.EncodeToString([]byte("deploy:" + apiToken))
+	if !strings.HasPrefix(out.Body.Head, "path=/ auth=Basic [REDACTED:api-token]") || strings.Contains(out.Body.Head, strings.TrimRight(encoded, "=")) {
+		t.Errorf("body %q; want the Basic credential redacted", out.Body.Head)
 	}
 }

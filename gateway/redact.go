@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net/url"
 	"slices"
+	"strings"
 )
 
 // MinSecretLen is the shortest secret value a Redactor accepts. Shorter
@@ -75,17 +76,31 @@ func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
 // than MinSecretLen is refused with a *ShortSecretError. A nil or empty map
 // gives a Redactor that passes everything through.
 func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
-	names := make([]string, 0, len(secrets))
-	for name := range secrets {
-		names = append(names, name)
+	list := make([]Secret, 0, len(secrets))
+	for name, v := range secrets {
+		list = append(list, Secret{Name: name, Value: v})
 	}
-	slices.Sort(names) // a value shared by two names is redacted with the first
+	return NewRedactorList(list)
+}
+
+// Secret is one value to redact and the name its marker shows. A name may
+// come with several values, such as a password and the "user:password"
+// that Basic authentication encodes.
+type Secret struct {
+	Name  string
+	Value []byte
+}
+
+// NewRedactorList is NewRedactor for a list in which a name may repeat.
+func NewRedactorList(secrets []Secret) (*Redactor, error) {
+	// A value shared by two names is redacted with the first name.
+	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
 	r := &Redactor{trie: make(map[uint32]*trieNode)}
 	var patterns []pattern
 	seen := make(map[string]bool)
 	minLen := math.MaxInt
-	for _, name := range names {
-		v := secrets[name]
+	for _, sec := range secrets {
+		name, v := sec.Name, sec.Value
 		if len(v) < MinSecretLen {
 			return nil, &ShortSecretError{Name: name}
 		}

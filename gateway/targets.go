@@ -37,9 +37,10 @@ type targets struct {
 }
 
 // loadTargets reads every secret cfg references from store (nil: the OS
-// keyring) and builds the targets. It also returns the loaded values by
-// name, for the redactor.
-func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.Logger) (*targets, map[string][]byte) {
+// keyring) and builds the targets. It also returns what the redactor must
+// know: every loaded value, and the "user:password" of Basic auth, whose
+// base64 form an echoing server would otherwise reflect unredacted.
+func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.Logger) (*targets, []Secret) {
 	if store == nil {
 		store = &secrets.Keyring{}
 	}
@@ -47,9 +48,14 @@ func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.
 	for name, err := range errs {
 		log.Warn("secret not loaded; targets that use it will fail", "secret", name, "error", err)
 	}
-	raw := make(map[string][]byte, len(values))
+	redact := make([]Secret, 0, len(values))
 	for name, v := range values {
-		raw[name] = v.Reveal()
+		redact = append(redact, Secret{Name: name, Value: v.Reveal()})
+	}
+	for _, e := range cfg.HTTP {
+		if v, ok := values[e.PasswordSecret]; ok && e.Auth == "basic" {
+			redact = append(redact, Secret{Name: e.PasswordSecret, Value: []byte(e.User + ":" + string(v.Reveal()))})
+		}
 	}
 	tg := &targets{ssh: map[string]*sshTarget{}, http: map[string]*httpEndpoint{}}
 	for name := range cfg.SSH {
@@ -58,7 +64,7 @@ func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.
 	for name := range cfg.HTTP {
 		tg.http[name] = buildHTTPEndpoint(cfg, name, values, errs)
 	}
-	return tg, raw
+	return tg, redact
 }
 
 func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[string]secrets.Value, map[string]error) {
