@@ -484,7 +484,9 @@ func (g *gateServed) health(t *testing.T) healthSnapshot {
 	return h
 }
 
-func boxArgs(command string) map[string]any { return map[string]any{"target": "box", "command": command} }
+func boxArgs(command string) map[string]any {
+	return map[string]any{"target": "box", "command": command}
+}
 
 // gateGET asks the gate's endpoint for path, with n as the query parameter
 // n when it is not zero.
