@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/syncbuf"
 )
 
 const testToken = "tok-3f9a61c7-SECRET"
@@ -56,7 +58,7 @@ func allowOnly(methods string, prefixes ...string) func(method, path string) err
 
 // checkNoSecret fails if the token or a query string shows up where the
 // agent or the logs would see it.
-func checkNoSecret(t *testing.T, logs *lockedBuffer, res *Result) {
+func checkNoSecret(t *testing.T, logs *syncbuf.Buffer, res *Result) {
 	t.Helper()
 	if res != nil {
 		for _, s := range []string{res.Reason, res.URL} {

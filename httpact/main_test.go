@@ -1,46 +1,28 @@
 package httpact
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/actiongw/actiongw/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// lockedBuffer collects log output from concurrent requests.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newTestClient returns a Client that logs at debug level into the
 // returned buffer and refuses, as a test failure, to dial anything but
 // loopback: a broken guard must not send traffic off this machine.
-func newTestClient(t testing.TB) (*Client, *lockedBuffer) {
+func newTestClient(t testing.TB) (*Client, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	c := NewClient(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	dial := c.dial
 	c.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,10 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
 
@@ -37,24 +36,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// syncBuffer collects a server's stderr.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // waitFor polls cond until it holds or d passes.
@@ -86,7 +67,7 @@ func writeConfig(t *testing.T, maxFrame int, extra string) string {
 }
 
 // serverCmd returns the command that serves MCP with the given config.
-func serverCmd(configPath string, stderr *syncBuffer) *exec.Cmd {
+func serverCmd(configPath string, stderr *syncbuf.Buffer) *exec.Cmd {
 	cmd := exec.Command(binPath, "serve", "-config", configPath)
 	cmd.Env = append(os.Environ(), "ACTIONGW_CONFIG=")
 	cmd.Stderr = stderr
@@ -95,14 +76,14 @@ func serverCmd(configPath string, stderr *syncBuffer) *exec.Cmd {
 
 type server struct {
 	*mcphost.Client
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 // startServer runs the real binary under the project's host client and
 // completes the handshake.
 func startServer(t *testing.T, ctx context.Context, maxFrame int, opts mcphost.Options) *server {
 	t.Helper()
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	c, err := mcphost.Start(ctx, serverCmd(writeConfig(t, maxFrame, ""), stderr), opts)
 	if err != nil {
 		t.Fatal(err)

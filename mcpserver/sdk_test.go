@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/internal/syncbuf"
 )
 
 const targetsTOML = `
@@ -27,7 +29,7 @@ allow_private = true
 // its CommandTransport: initialize, tools/list and calls.
 func TestSDKClient(t *testing.T) {
 	ctx := testContext(t)
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd := serverCmd(writeConfig(t, 0, targetsTOML), stderr)
 	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 	"github.com/actiongw/actiongw/secrets"
 )
@@ -44,22 +45,8 @@ type served struct {
 	seen    lockedBuffer // every tool result received, as JSON
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer collects output written from several goroutines.
+type lockedBuffer = syncbuf.Buffer
 
 func randomHex(t testing.TB, n int) string {
 	b := make([]byte, n)

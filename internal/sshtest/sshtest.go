@@ -24,6 +24,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/actiongw/actiongw/internal/syncbuf"
 )
 
 // User is the unprivileged account the server logs clients in as. Start
@@ -69,7 +71,7 @@ type Server struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	log     *syncBuffer
+	log     *syncbuf.Buffer
 	orphans []int // processes left behind by Crash, killed at cleanup
 }
 
@@ -197,7 +199,7 @@ func (s *Server) start() error {
 	}
 	// sshd must be started by absolute path: it re-executes itself.
 	cmd := exec.Command(sshd, "-D", "-e", "-f", s.configPath)
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return err
@@ -544,22 +546,4 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer collects sshd's log from its output copier and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
