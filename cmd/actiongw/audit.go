@@ -37,7 +37,7 @@ func (c *cli) auditPath(configPath string) (string, error) {
 
 func (c *cli) auditVerify(args []string) error {
 	fs := c.flags("audit verify", "audit verify [-config PATH]")
-	configPath := fs.String("config", "", "config file")
+	configPath := configFlag(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (c *cli) auditVerify(args []string) error {
 
 func (c *cli) auditTail(ctx context.Context, args []string) error {
 	fs := c.flags("audit tail", "audit tail [-config PATH] [-n N] [-f]")
-	configPath := fs.String("config", "", "config file")
+	configPath := configFlag(fs)
 	n := fs.Int("n", 20, "number of records to print")
 	follow := fs.Bool("f", false, "keep printing records as they are appended")
 	if err := parse(fs, args, 0); err != nil {

@@ -13,7 +13,7 @@ import (
 // check validates the config and reports, one row per item, what is wrong.
 func (c *cli) check(ctx context.Context, args []string) error {
 	fs := c.flags("check", "check [-config PATH]")
-	configPath := fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
+	configPath := configFlag(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}

@@ -115,6 +115,12 @@ func (c *cli) flags(name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
+// configFlag adds the -config flag that every command reading the config
+// takes.
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
+}
+
 // parse parses args and turns a flag error into a usage error.
 func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 	if err := fs.Parse(args); err != nil {

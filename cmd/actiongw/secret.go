@@ -89,7 +89,7 @@ func (c *cli) secretDelete(ctx context.Context, args []string) error {
 
 func (c *cli) secretList(ctx context.Context, args []string) error {
 	fs := c.flags("secret list", "secret list [-config PATH]")
-	configPath := fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
+	configPath := configFlag(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 func (c *cli) serve(ctx context.Context, args []string) (err error) {
 	fs := c.flags("serve", "serve [-config PATH | -demo]")
-	configPath := fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
+	configPath := configFlag(fs)
 	demoMode := fs.Bool("demo", false, "serve the built-in sandbox (a loopback SSH server and HTTP API with in-memory credentials) instead of a config")
 	if err := parse(fs, args, 0); err != nil {
 		return err
