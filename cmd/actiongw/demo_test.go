@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,4 +234,84 @@ func TestSeqText(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestServeDemoInspector drives `actiongw serve -demo` with the MCP
+// Inspector's command-line mode, a client written by others in another
+// language. .ci/run installs it (npm install -g
+// @modelcontextprotocol/inspector@0.15.0, the last release for Node 20).
+func TestServeDemoInspector(t *testing.T) {
+	if _, err := exec.LookPath("npx"); err != nil || !inspectorInstalled() {
+		if os.Getenv("CI") != "" {
+			t.Fatal("missing npx or the MCP Inspector: .ci/run installs them")
+		}
+		t.Skip("skipped: needs npx and the MCP Inspector: npm install -g @modelcontextprotocol/inspector@0.15.0")
+	}
+	bin := actiongwBinary(t)
+	env := freshEnv(t, t.TempDir())
+	inspect := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		// --no: use the installed package, never fetch one; "--" keeps npm
+		// from taking --cli for its own option.
+		cmd := exec.CommandContext(ctx, "npx", append([]string{"--no", "--", "@modelcontextprotocol/inspector", "--cli", bin, "serve", "-demo"}, args...)...)
+		cmd.Env = env
+		// npx runs the inspector through a shell and node: stop them all.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 5 * time.Second
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, stderr.String())
+		}
+		return out
+	}
+
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if err := json.Unmarshal(inspect("--method", "tools/list"), &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"health", "http_request", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
+		t.Errorf("tools/list: got %v; want %v", names, want)
+	}
+
+	var targets struct {
+		IsError           bool `json:"isError"`
+		StructuredContent struct {
+			SSH []struct{ Name, Host string } `json:"ssh"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(inspect("--method", "tools/call", "--tool-name", "list_targets"), &targets); err != nil {
+		t.Fatal(err)
+	}
+	if ssh := targets.StructuredContent.SSH; targets.IsError || len(ssh) != 1 || ssh[0].Name != "sandbox" || ssh[0].Host != "127.0.0.1" {
+		t.Errorf("list_targets: got %+v; want the sandbox on 127.0.0.1", targets)
+	}
+
+	var run struct {
+		IsError           bool                  `json:"isError"`
+		StructuredContent gateway.SSHExecOutput `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(inspect("--method", "tools/call", "--tool-name", "ssh_exec", "--tool-arg", "target=sandbox", "--tool-arg", "command=echo hi"), &run); err != nil {
+		t.Fatal(err)
+	}
+	if out := run.StructuredContent; run.IsError || out.Status != "exited" || out.Stdout.Head != "hi\n" {
+		t.Errorf("ssh_exec: got %+v; want exited with stdout hi", run)
+	}
+}
+
+// inspectorInstalled reports whether npm has the MCP Inspector installed
+// globally, so that npx runs it without fetching.
+func inspectorInstalled() bool {
+	return exec.Command("npm", "ls", "-g", "--depth=0", "@modelcontextprotocol/inspector").Run() == nil
 }
