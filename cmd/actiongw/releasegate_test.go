@@ -412,14 +412,20 @@ func (h *transportHost) strayStdout(t *testing.T) {
 	for i, stray := range strays {
 		wg.Go(func() {
 			r, err := h.client.CallTool(ctx, "emit", map[string]any{"echo": fmt.Sprint("emit ", i), "stray": stray}, nil)
-			if err != nil || r.IsError || resultText(r) != fmt.Sprint("emit ", i) {
-				errs <- fmt.Sprintf("emit %d: %v %s", i, err, resultText(r))
+			switch {
+			case err != nil:
+				errs <- fmt.Sprintf("emit %d: %v", i, err)
+			case r.IsError || resultText(r) != fmt.Sprint("emit ", i):
+				errs <- fmt.Sprintf("emit %d: %s", i, resultText(r))
 			}
 		})
 		wg.Go(func() {
-			r, err := h.client.CallTool(ctx, "http_request", map[string]any{"endpoint": "gate", "method": "GET", "path": fmt.Sprint("/echo/", i)}, nil)
-			if err != nil || r.IsError {
-				errs <- fmt.Sprintf("http_request %d: %v %s", i, err, resultText(r))
+			r, err := h.client.CallTool(ctx, "http_request", gateGET(fmt.Sprint("/echo/", i), 0), nil)
+			switch {
+			case err != nil:
+				errs <- fmt.Sprintf("http_request %d: %v", i, err)
+			case r.IsError:
+				errs <- fmt.Sprintf("http_request %d: %s", i, resultText(r))
 			}
 		})
 	}
