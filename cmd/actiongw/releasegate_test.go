@@ -244,7 +244,7 @@ func startTransportHost(t *testing.T, api *gateAPI) *transportHost {
 	h.client, err = mcphost.Start(context.Background(), cmd, mcphost.Options{OnError: func(e *jsonrpc.Error) {
 		select {
 		case h.errs <- e:
-		default: // more than any subtest expects; it fails on the count
+		default: // far more than expected: stillServes reports the ones kept
 		}
 	}})
 	if err != nil {
@@ -282,12 +282,16 @@ func (h *transportHost) nextError(t *testing.T) *jsonrpc.Error {
 	}
 }
 
-// stillServes runs a real action on the session: it must answer.
+// stillServes runs a real action on the session: it must answer, and no
+// frame so far may have drawn an error the test did not take.
 func (h *transportHost) stillServes(t *testing.T) {
 	t.Helper()
-	r := h.call(t, "http_request", map[string]any{"endpoint": "gate", "method": "GET", "path": "/echo/after"})
+	r := h.call(t, "http_request", gateGET("/echo/after", 0))
 	if out := decode[actionResult](t, r); r.IsError || out.Body.Head != "ok\n" {
 		t.Fatalf("the session stopped serving actions: %s", resultText(r))
+	}
+	if n := len(h.errs); n != 0 {
+		t.Errorf("%d unexpected null-id errors from the server, the first: %v", n, <-h.errs)
 	}
 }
 
@@ -382,7 +386,7 @@ func (h *transportHost) malformedJSON(t *testing.T) {
 		})
 	}
 	t.Run("from the remote", func(t *testing.T) {
-		r := h.call(t, "http_request", map[string]any{"endpoint": "gate", "method": "GET", "path": "/broken"})
+		r := h.call(t, "http_request", gateGET("/broken", 0))
 		checkExact(t, "body", decode[actionResult](t, r).Body, gateBody("broken", 0))
 	})
 	var hs healthSnapshot
@@ -399,7 +403,7 @@ func (h *transportHost) strayStdout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	token := randomHex(t, 6)
-	inflight, err := h.client.StartTool(ctx, "http_request", map[string]any{"endpoint": "gate", "method": "GET", "path": "/silent/" + token}, nil)
+	inflight, err := h.client.StartTool(ctx, "http_request", gateGET("/silent/"+token, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,6 +466,11 @@ type actionResult struct {
 	Stdout   gateway.StreamSummary `json:"stdout"`
 	Stderr   gateway.StreamSummary `json:"stderr"`
 	Body     gateway.StreamSummary `json:"body"`
+}
+
+// stream is the summary of the stream called name.
+func (a actionResult) stream(name string) gateway.StreamSummary {
+	return map[string]gateway.StreamSummary{"stdout": a.Stdout, "stderr": a.Stderr, "body": a.Body}[name]
 }
 
 type healthSnapshot struct {
@@ -570,7 +579,7 @@ func saysWhatIsLeftOut(t *testing.T, r *mcp.CallToolResult) {
 }
 
 // contentLimit: an ssh_exec result calibrated to land just under
-// result_bytes is complete; one a hundred bytes larger, and outputs far
+// result_bytes is complete; one about a hundred bytes larger, and outputs far
 // over it (large, escaped, multibyte, both streams, an HTTP body, a page,
 // a search), are shrunk to fit and say what was left out.
 func (g *gateServed) contentLimit(t *testing.T) {
@@ -620,7 +629,7 @@ func (g *gateServed) contentLimit(t *testing.T) {
 				r, size := g.callSized(t, tt.tool, tt.args)
 				out := decode[actionResult](t, r)
 				for _, name := range tt.streams {
-					s := map[string]gateway.StreamSummary{"stdout": out.Stdout, "stderr": out.Stderr, "body": out.Body}[name]
+					s := out.stream(name)
 					if !s.Truncated || !utf8.ValidString(s.Head) || !utf8.ValidString(s.Tail) {
 						t.Errorf("%s: truncated %v, valid UTF-8 previews %v; want truncated, valid", name, s.Truncated, utf8.ValidString(s.Head+s.Tail))
 					}
@@ -659,7 +668,7 @@ func (g *gateServed) hugeField(t *testing.T) {
 			start := time.Now()
 			r, frame := g.callSized(t, tt.tool, tt.args)
 			out := decode[actionResult](t, r)
-			checkExact(t, tt.stream, map[string]gateway.StreamSummary{"stdout": out.Stdout, "body": out.Body}[tt.stream], tt.want)
+			checkExact(t, tt.stream, out.stream(tt.stream), tt.want)
 			saysWhatIsLeftOut(t, r)
 			t.Logf("%d bytes in %v, frame %d bytes", len(tt.want), time.Since(start).Round(time.Millisecond), frame)
 		})
@@ -688,7 +697,7 @@ func (g *gateServed) manyBlocks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, frame := g.callSized(t, tt.tool, tt.args)
 			out := decode[actionResult](t, r)
-			checkExact(t, tt.stream, map[string]gateway.StreamSummary{"stdout": out.Stdout, "body": out.Body}[tt.stream], tt.want)
+			checkExact(t, tt.stream, out.stream(tt.stream), tt.want)
 			saysWhatIsLeftOut(t, r)
 			t.Logf("frame %d bytes", frame)
 		})
@@ -998,9 +1007,9 @@ func (g *gateServed) cancelRunning(t *testing.T, tool, kind string) {
 // the host gets the whole frame late, ignores it, and the stream stays
 // intact.
 func (g *gateServed) cancelMidResponse(t *testing.T, tool string) {
+	serverBefore, before := g.health(t), g.client.Metrics()
 	g.client.PauseReading()
 	defer g.client.ResumeReading()
-	before := g.client.Metrics()
 	victim, fillers := g.fillPipe(t, func() call { return g.producer(t, tool, "big") })
 	victimKey := fillers[victim].key
 	p := fillers[victim].p
@@ -1017,6 +1026,9 @@ func (g *gateServed) cancelMidResponse(t *testing.T, tool string) {
 	})
 	if m := g.client.Metrics(); m.ParseErrors != before.ParseErrors {
 		t.Errorf("host saw %d unparsable frames", m.ParseErrors-before.ParseErrors)
+	}
+	if got := g.health(t).Transport.ResponsesDropped - serverBefore.Transport.ResponsesDropped; got != 0 {
+		t.Errorf("server dropped %d responses; want none: a response it began to write goes out whole", got)
 	}
 	if rec := g.outcome(t, victimKey); rec.Status != "exited" && rec.Status != "ok" {
 		t.Errorf("outcome %+v; want the finished action on record", rec)
@@ -1154,8 +1166,8 @@ func (g *gateServed) blockedHost(t *testing.T) {
 		t.Fatalf("ping after resume: %v", err)
 	}
 	out := decode[actionResult](t, waitTool(t, huge))
-	if out.Status != "exited" || out.Stdout.Bytes != hugeSize {
-		t.Errorf("200 MB command: status %s, %d bytes; want exited with %d", out.Status, out.Stdout.Bytes, hugeSize)
+	if out.Status != "exited" || out.ExitCode == nil || *out.ExitCode != 0 || out.Stdout.Bytes != hugeSize {
+		t.Errorf("200 MB command: status %s, %d bytes; want exited 0 with %d", out.Status, out.Stdout.Bytes, hugeSize)
 	}
 	for _, p := range []*mcphost.Pending{web, quick} {
 		if r := waitTool(t, p); r.IsError {
