@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -290,7 +289,7 @@ func (d *demoRun) cancelSlow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !groupAlive(pid) {
+	if !demo.GroupAlive(pid) {
 		return fmt.Errorf("the remote shell (pid %d) is not running", pid)
 	}
 	d.printf("   remote shell pid %d is running (it would tick for %s)\n", pid, seconds(slowTicks*50*time.Millisecond))
@@ -516,7 +515,7 @@ func waitPIDFile(ctx context.Context, path string) (int, error) {
 
 // waitGone waits for process group pgid to have no live process.
 func waitGone(ctx context.Context, pgid int) error {
-	for groupAlive(pgid) {
+	for demo.GroupAlive(pgid) {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("process group %d is still running after the cancel", pgid)
@@ -524,30 +523,6 @@ func waitGone(ctx context.Context, pgid int) error {
 		}
 	}
 	return nil
-}
-
-// groupAlive reports whether process group pgid has a process that is not
-// a zombie. Where /proc is missing, a zombie counts as alive.
-func groupAlive(pgid int) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return syscall.Kill(-pgid, 0) == nil
-	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and ')'.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) >= 3 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
-			return true
-		}
-	}
-	return false
 }
 
 // seqOffset is the offset of number n in the output of `seq 1 N`.
