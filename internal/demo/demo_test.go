@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -477,5 +478,34 @@ func TestHTTPCloseDuringSlow(t *testing.T) {
 	}
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("Close took %v with a streaming request; want it prompt", took)
+	}
+}
+
+// GroupAlive counts live members of a process group, not zombies.
+func TestGroupAlive(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "sleep 60 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	if !demo.GroupAlive(pgid) {
+		t.Errorf("GroupAlive(%d) of a running group: got false; want true", pgid)
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	// Not reaped yet, the shell is a zombie: the group has no live process.
+	deadline := time.Now().Add(5 * time.Second)
+	for demo.GroupAlive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if demo.GroupAlive(pgid) {
+		t.Errorf("GroupAlive(%d) of a killed group: got true; want false", pgid)
+	}
+	if err := syscall.Kill(pgid, 0); err != nil {
+		t.Errorf("the shell should still be an unreaped zombie: kill -0: %v", err)
+	}
+	cmd.Wait()
+	if demo.GroupAlive(pgid) {
+		t.Errorf("GroupAlive(%d) after reaping: got true; want false", pgid)
 	}
 }
