@@ -189,11 +189,9 @@ type gateServed struct {
 
 func startGate(t *testing.T, api *gateAPI) *gateServed {
 	t.Helper()
-	// The [http.gate] table follows the [server] lines; the next table of
-	// the file ends it.
-	extra := fmt.Sprintf("result_bytes = %d\nhead_bytes = 32768\ntail_bytes = 32768\nmax_concurrent_actions = %d\n%s",
-		gateResultBytes, gateSlots, api.endpointTOML())
-	return &gateServed{startServedWith(t, servedOptions{server: extra}), api}
+	limits := fmt.Sprintf("result_bytes = %d\nhead_bytes = 32768\ntail_bytes = 32768\nmax_concurrent_actions = %d",
+		gateResultBytes, gateSlots)
+	return &gateServed{startServedWith(t, servedOptions{server: limits, tables: api.endpointTOML()}), api}
 }
 
 // testtoolsBuilt is the binary with the test-only emit tool, next to the

@@ -68,6 +68,8 @@ type servedOptions struct {
 	stopMode string
 	// server holds extra [server] lines, such as limits.
 	server string
+	// tables holds extra TOML tables, such as more targets.
+	tables string
 	// prepare runs on the state directory before serve starts.
 	prepare func(state string)
 }
@@ -133,7 +135,8 @@ auth = "bearer"
 token_secret = "api-token"
 allow_private = true
 max_attempts = 3
-`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL)
+%s
+`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, o.tables)
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

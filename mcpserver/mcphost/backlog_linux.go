@@ -9,8 +9,10 @@ import (
 )
 
 // StdoutBacklog reports how many bytes the server has written to its stdout
-// pipe that this client has not read yet (TIOCINQ is FIONREAD on Linux), and the pipe's capacity. When the
-// two are equal, a server writing more is blocked in write.
+// pipe that this client has not read yet (TIOCINQ is FIONREAD on Linux), and
+// the pipe's capacity. A writer blocks once less than a page is free, not
+// only when the two are equal: a pipe buffer fills page by page, so after
+// several writes it can be "full" with a partly used last page.
 func (c *Client) StdoutBacklog() (unread, capacity int, err error) {
 	sc, ok := c.stdout.(syscall.Conn)
 	if !ok {
