@@ -371,6 +371,9 @@ func TestBlockedParent(t *testing.T) {
 		if m := health(t, ctx, s); m.StdoutBlockedMS > 1000 {
 			t.Errorf("server stdout_blocked_ms %d; want well under a second", m.StdoutBlockedMS)
 		}
+		// Close waits for the dispatcher, so no callback starts after it:
+		// only then may Wait run without racing a late Add.
+		s.Close()
 		slowly.Wait()
 	})
 }
