@@ -1,5 +1,3 @@
-// Command actiongw is a local MCP server that runs SSH commands and HTTP
-// calls for an AI agent with credentials that stay in the OS keyring.
 package main
 
 import (
