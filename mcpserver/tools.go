@@ -58,7 +58,8 @@ type listTargetsOut struct {
 
 type healthIn struct{}
 
-type healthOut struct {
+// Health is the structured result of the health tool.
+type Health struct {
 	Version       string        `json:"version"`
 	UptimeMS      int64         `json:"uptime_ms"`
 	ActiveActions int           `json:"active_actions"`
@@ -97,8 +98,8 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 		len(out.SSH), len(out.HTTP)), out, nil
 }
 
-func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn) (*mcp.CallToolResult, healthOut, error) {
-	out := healthOut{
+func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn) (*mcp.CallToolResult, Health, error) {
+	out := Health{
 		Version:   env.version,
 		UptimeMS:  time.Since(env.start).Milliseconds(),
 		Transport: env.metrics.Snapshot(),

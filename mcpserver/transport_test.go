@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/actiongw/actiongw/mcpserver"
 	"github.com/actiongw/actiongw/mcpserver/internal/payload"
 	"github.com/actiongw/actiongw/mcpserver/internal/wire"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
@@ -52,17 +53,13 @@ func ping(t *testing.T, ctx context.Context, s *server) {
 	}
 }
 
-type healthOut struct {
-	Transport wire.Snapshot `json:"transport"`
-}
-
 func health(t *testing.T, ctx context.Context, s *server) wire.Snapshot {
 	t.Helper()
 	res, err := s.CallTool(ctx, "health", map[string]any{}, nil)
 	if err != nil {
 		t.Fatalf("health: %v", err)
 	}
-	var h healthOut
+	var h mcpserver.Health
 	if err := json.Unmarshal(mustJSON(t, res.StructuredContent), &h); err != nil {
 		t.Fatalf("decoding health: %v", err)
 	}

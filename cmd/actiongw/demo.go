@@ -20,6 +20,7 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/demo"
+	"github.com/actiongw/actiongw/mcpserver"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
 
@@ -346,23 +347,7 @@ func (d *demoRun) secondRequest(ctx context.Context) error {
 }
 
 func (d *demoRun) health(ctx context.Context) error {
-	var out struct {
-		Version       string `json:"version"`
-		UptimeMS      int64  `json:"uptime_ms"`
-		ActiveActions int    `json:"active_actions"`
-		Transport     struct {
-			StdinBytes       int64 `json:"stdin_bytes"`
-			StdoutBytes      int64 `json:"stdout_bytes"`
-			FramesIn         int64 `json:"frames_in"`
-			FramesOut        int64 `json:"frames_out"`
-			LargestFrameIn   int64 `json:"largest_frame_in"`
-			OversizeFrames   int64 `json:"oversize_frames"`
-			ParseErrors      int64 `json:"parse_errors"`
-			CancelsReceived  int64 `json:"cancels_received"`
-			ResponsesDropped int64 `json:"responses_dropped"`
-			StdoutBlockedMS  int64 `json:"stdout_blocked_ms"`
-		} `json:"transport"`
-	}
+	var out mcpserver.Health
 	// The cancelled action's outcome is on record just before it stops
 	// counting as active.
 	for {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/mcpserver"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
 
@@ -387,7 +388,7 @@ func (h *transportHost) malformedJSON(t *testing.T) {
 		r := h.call(t, "http_request", gateGET("/broken", 0))
 		checkExact(t, "body", decode[actionResult](t, r).Body, gateBody("broken", 0))
 	})
-	var hs healthSnapshot
+	var hs mcpserver.Health
 	decodeInto(t, h.call(t, "health", map[string]any{}), &hs)
 	if hs.Transport.ParseErrors != int64(len(frames)) {
 		t.Errorf("server parse_errors %d; want %d", hs.Transport.ParseErrors, len(frames))
@@ -471,16 +472,6 @@ func (a actionResult) stream(name string) gateway.StreamSummary {
 	return map[string]gateway.StreamSummary{"stdout": a.Stdout, "stderr": a.Stderr, "body": a.Body}[name]
 }
 
-type healthSnapshot struct {
-	ActiveActions int `json:"active_actions"`
-	Transport     struct {
-		ParseErrors      int64 `json:"parse_errors"`
-		CancelsReceived  int64 `json:"cancels_received"`
-		ResponsesDropped int64 `json:"responses_dropped"`
-		StdoutBlockedMS  int64 `json:"stdout_blocked_ms"`
-	} `json:"transport"`
-}
-
 func decodeInto(t *testing.T, r *mcp.CallToolResult, v any) {
 	t.Helper()
 	b, err := json.Marshal(r.StructuredContent)
@@ -492,9 +483,9 @@ func decodeInto(t *testing.T, r *mcp.CallToolResult, v any) {
 	}
 }
 
-func (g *gateServed) health(t *testing.T) healthSnapshot {
+func (g *gateServed) health(t *testing.T) mcpserver.Health {
 	t.Helper()
-	var h healthSnapshot
+	var h mcpserver.Health
 	decodeInto(t, g.call(t, "health", map[string]any{}), &h)
 	return h
 }
