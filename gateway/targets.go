@@ -174,40 +174,45 @@ type TargetCheck struct {
 	Err    error
 }
 
-// CheckTargets builds every target from cfg and store and, for SSH targets,
-// dials, verifies the host key and logs in (each within timeout); the
+// CheckTargets builds every target from cfg and store and tries each as a
+// call would, within timeout: SSH targets are dialled, their host keys
+// verified and the login tried; HTTP endpoints are connected to through the
+// address guard (with the TLS handshake for https), sending no request. The
 // errors are the ones a tool call would get, such as *sshexec.HostKeyError
 // with the presented fingerprint.
 func CheckTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.Logger, timeout time.Duration) []TargetCheck {
 	tg, _ := loadTargets(ctx, cfg, store, log)
-	pool := sshexec.NewPool(log)
+	pool, client := sshexec.NewPool(log), httpact.NewClient(log)
 	defer pool.Close()
-	checks := make([]TargetCheck, 0, len(tg.ssh)+len(tg.http))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for name, st := range tg.ssh {
+	defer client.Close()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		checks []TargetCheck
+	)
+	check := func(kind, name string, err error, detail string, try func(context.Context) error) {
 		wg.Go(func() {
-			c := TargetCheck{Kind: "ssh", Name: name, Err: st.err}
+			c := TargetCheck{Kind: kind, Name: name, Err: err}
 			if c.Err == nil {
 				cctx, cancel := context.WithTimeout(ctx, timeout)
-				c.Err = pool.Check(cctx, st.target)
+				c.Err, c.Detail = try(cctx), detail
 				cancel()
-				t := cfg.SSH[name]
-				c.Detail = fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port)
 			}
 			mu.Lock()
 			checks = append(checks, c)
 			mu.Unlock()
 		})
 	}
-	wg.Wait()
-	for name, he := range tg.http {
-		c := TargetCheck{Kind: "http", Name: name, Err: he.err}
-		if c.Err == nil {
-			c.Detail = "credentials loaded for " + he.endpoint.BaseURL + " (not dialled)"
-		}
-		checks = append(checks, c)
+	for name, st := range tg.ssh {
+		t := cfg.SSH[name]
+		check("ssh", name, st.err, fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port),
+			func(ctx context.Context) error { return pool.Check(ctx, st.target) })
 	}
+	for name, he := range tg.http {
+		check("http", name, he.err, "connected to "+cfg.HTTP[name].BaseURL+" (no request sent)",
+			func(ctx context.Context) error { return client.Probe(ctx, he.endpoint) })
+	}
+	wg.Wait()
 	sort.Slice(checks, func(i, j int) bool {
 		return checks[i].Kind+checks[i].Name < checks[j].Kind+checks[j].Name
 	})

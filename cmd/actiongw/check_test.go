@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,14 +37,23 @@ func TestCheck(t *testing.T) {
 		return fmt.Sprintf("[ssh.%s]\nhost = \"127.0.0.1\"\nport = %d\nuser = %q\nkey_secret = %q\nknown_hosts = %q\n",
 			name, sshd.Port, sshd.User, secret, known)
 	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("check sent a request: %s %s", r.Method, r.URL)
+	}))
+	t.Cleanup(srv.Close)
+	api := func(name string, allowPrivate bool) string {
+		return fmt.Sprintf("[http.%s]\nbase_url = %q\nallow_private = %v\n", name, srv.URL, allowPrivate)
+	}
 	tests := []struct {
 		name     string
 		config   string
 		wantExit int
 		want     []string
 	}{
-		{"all good", target("box", sshd.KnownHosts, "box-key"), 0,
-			[]string{"secret box-key", "present in the keyring", "ssh box", "host key verified"}},
+		{"all good", target("box", sshd.KnownHosts, "box-key") + api("api", true), 0,
+			[]string{"secret box-key", "present in the keyring", "ssh box", "host key verified", "http api", "no request sent"}},
+		{"endpoint on loopback without allow_private", api("api", false), 1,
+			[]string{"http api", "FAIL", "loopback"}},
 		{"changed host key", target("box", wrongKnown, "box-key"), 1,
 			[]string{"ssh box", "FAIL", sshd.Fingerprint()}},
 		{"missing secret", target("box", sshd.KnownHosts, "no-such-key"), 1,
