@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/sshtest"
 )
 
@@ -64,6 +66,40 @@ func BenchmarkOpenSSHTrue(b *testing.B) {
 		l = append(l, time.Since(start))
 	}
 	l.report(b, "")
+}
+
+// BenchmarkMCPSSHDrain drains 1 GiB through ssh_exec (capture, redaction,
+// hashing and spool included) and through the OpenSSH client into
+// /dev/null, alternating, and reports the throughput ratio (target >= 0.9).
+func BenchmarkMCPSSHDrain(b *testing.B) {
+	const size = 1 << 30
+	s := startServed(b, "signal")
+	key := filepath.Join(b.TempDir(), "id")
+	if err := os.WriteFile(key, s.sshd.ClientKey, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	command := fmt.Sprintf("head -c %d /dev/zero", size)
+	var ours, theirs time.Duration
+	for b.Loop() {
+		start := time.Now()
+		r := s.call(b, "ssh_exec", map[string]any{"target": "box", "command": command, "timeout_s": 600})
+		if out := decode[gateway.SSHExecOutput](b, r); out.Stdout.Bytes != size {
+			b.Fatalf("ssh_exec drained %d bytes; want %d", out.Stdout.Bytes, size)
+		}
+		ours += time.Since(start)
+		start = time.Now()
+		ssh := exec.Command("ssh", "-i", key, "-o", "UserKnownHostsFile="+s.sshd.KnownHosts, "-o", "BatchMode=yes",
+			"-p", strconv.Itoa(s.sshd.Port), s.sshd.User+"@127.0.0.1", command)
+		if err := ssh.Run(); err != nil { // stdout is /dev/null
+			b.Fatalf("ssh: %v", err)
+		}
+		theirs += time.Since(start)
+	}
+	mbps := func(d time.Duration) float64 { return float64(b.N) * size / d.Seconds() / 1e6 }
+	b.ReportMetric(mbps(ours), "ssh_exec-MB/s")
+	b.ReportMetric(mbps(theirs), "openssh-MB/s")
+	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "ratio")
+	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkMCPHTTPRequestSmall is a GET of a small response through MCP
