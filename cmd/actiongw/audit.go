@@ -26,25 +26,13 @@ func (c *cli) audit(ctx context.Context, args []string) error {
 	return &usageError{fmt.Sprintf("audit: unknown subcommand %q (want verify or tail)", args[0])}
 }
 
-// auditPath resolves the audit log of the config at path.
-func (c *cli) auditPath(configPath string) (string, error) {
-	cfg, err := c.loadConfig(configPath)
-	if err != nil {
-		return "", err
-	}
-	return gateway.AuditPath(cfg), nil
-}
-
 func (c *cli) auditVerify(args []string) error {
 	fs := c.flags("audit verify", "audit verify [-config PATH]")
-	configPath := configFlag(fs)
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	path, err := c.auditPath(*configPath)
+	cfg, err := c.parseConfig(fs, args)
 	if err != nil {
 		return err
 	}
+	path := gateway.AuditPath(cfg)
 	n, err := gateway.VerifyAudit(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -55,17 +43,13 @@ func (c *cli) auditVerify(args []string) error {
 
 func (c *cli) auditTail(ctx context.Context, args []string) error {
 	fs := c.flags("audit tail", "audit tail [-config PATH] [-n N] [-f]")
-	configPath := configFlag(fs)
 	n := fs.Int("n", 20, "number of records to print")
 	follow := fs.Bool("f", false, "keep printing records as they are appended")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	path, err := c.auditPath(*configPath)
+	cfg, err := c.parseConfig(fs, args)
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(path)
+	f, err := os.Open(gateway.AuditPath(cfg))
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,7 @@ import (
 // check validates the config and reports, one row per item, what is wrong.
 func (c *cli) check(ctx context.Context, args []string) error {
 	fs := c.flags("check", "check [-config PATH]")
-	configPath := configFlag(fs)
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, err := c.loadConfig(*configPath)
+	cfg, err := c.parseConfig(fs, args)
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,16 @@ func configFlag(fs *flag.FlagSet) *string {
 	return fs.String("config", "", "config file (default $ACTIONGW_CONFIG, else $XDG_CONFIG_HOME/actiongw/config.toml)")
 }
 
+// parseConfig adds -config to fs, parses args (no positional ones) and
+// loads the config it names, as the commands that only read it do.
+func (c *cli) parseConfig(fs *flag.FlagSet, args []string) (*gateway.Config, error) {
+	configPath := configFlag(fs)
+	if err := parse(fs, args, 0); err != nil {
+		return nil, err
+	}
+	return c.loadConfig(*configPath)
+}
+
 // parse parses args and turns a flag error into a usage error.
 func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 	if err := fs.Parse(args); err != nil {

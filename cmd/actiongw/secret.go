@@ -89,11 +89,7 @@ func (c *cli) secretDelete(ctx context.Context, args []string) error {
 
 func (c *cli) secretList(ctx context.Context, args []string) error {
 	fs := c.flags("secret list", "secret list [-config PATH]")
-	configPath := configFlag(fs)
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, err := c.loadConfig(*configPath)
+	cfg, err := c.parseConfig(fs, args)
 	if err != nil {
 		return err
 	}
