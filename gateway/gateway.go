@@ -116,9 +116,6 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 // ActiveActions is the number of actions running now.
 func (g *Gateway) ActiveActions() int64 { return g.active.Load() }
 
-// Redactor returns the redactor that knows every loaded secret.
-func (g *Gateway) Redactor() *Redactor { return g.red }
-
 // Shutdown cancels every running action with cause, wrapped in
 // ErrShutdown, and returns at once; Close waits for them.
 func (g *Gateway) Shutdown(cause error) {
