@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,10 +27,6 @@ func BenchmarkDrain(b *testing.B) {
 	size := int64(1 << 30)
 	if v, err := strconv.ParseInt(os.Getenv("SSHEXEC_DRAIN_BYTES"), 10, 64); err == nil && v > 0 {
 		size = v // a smaller size for profiling
-	}
-	if os.Getenv("GOGC") == "" {
-		// Measure with the GC setting actiongw serve runs with.
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	s := sshtest.Start(b, sshtest.Options{})
 	command := fmt.Sprintf("head -c %d /dev/zero", size)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/demo"
@@ -41,7 +40,6 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 // serveMCP serves one MCP session on stdin/stdout with a gateway over cfg
 // and store.
 func (c *cli) serveMCP(ctx context.Context, cfg *gateway.Config, store gateway.SecretStore, logger *slog.Logger) error {
-	tuneGC(c.getenv)
 	// From here on fd 1 is stderr: a stray print cannot corrupt the stream.
 	out, err := mcpserver.TakeStdout()
 	if err != nil {
@@ -68,20 +66,4 @@ func (c *cli) serveMCP(ctx context.Context, cfg *gateway.Config, store gateway.S
 	})
 	// Stdin EOF or a signal: cancel running actions and record their outcomes.
 	return errors.Join(err, gw.Close())
-}
-
-// tuneGC sets the collector for bulk transfers unless GOGC or GOMEMLIMIT
-// say otherwise. x/crypto/ssh allocates a fresh 32 KiB buffer per received
-// packet; on the server's small heap the default GOGC=100 makes collection
-// and returning memory to the OS about half the CPU of draining a large
-// output. 400 costs about 10-25 MB of peak RSS for about a quarter less CPU
-// per GB (sshexec's BenchmarkDrain: 0.78-0.89x OpenSSH's throughput at 100,
-// 0.91-1.12x at 400); the memory limit keeps a ceiling on that trade.
-func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(256 << 20)
-	}
 }
