@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +72,9 @@ func BenchmarkOpenSSHTrue(b *testing.B) {
 
 // BenchmarkMCPSSHDrain drains 1 GiB through ssh_exec (capture, redaction,
 // hashing and spool included) and through the OpenSSH client into
-// /dev/null, alternating, and reports the throughput ratio (target >= 0.9).
+// /dev/null, alternating, and reports the throughput ratio (target >= 0.9)
+// and the CPU each client spent per GB: the server process against the
+// ssh process (sshd's share is not counted on either side).
 func BenchmarkMCPSSHDrain(b *testing.B) {
 	const size = 1 << 30
 	s := startServed(b, "signal")
@@ -79,14 +83,15 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 		b.Fatal(err)
 	}
 	command := fmt.Sprintf("head -c %d /dev/zero", size)
-	var ours, theirs time.Duration
+	var ours, theirs, oursCPU, theirsCPU time.Duration
 	for b.Loop() {
-		start := time.Now()
+		start, cpu := time.Now(), childCPU(b, s.client.Pid())
 		r := s.call(b, "ssh_exec", map[string]any{"target": "box", "command": command, "timeout_s": 600})
 		if out := decode[gateway.SSHExecOutput](b, r); out.Stdout.Bytes != size {
 			b.Fatalf("ssh_exec drained %d bytes; want %d", out.Stdout.Bytes, size)
 		}
 		ours += time.Since(start)
+		oursCPU += childCPU(b, s.client.Pid()) - cpu
 		start = time.Now()
 		ssh := exec.Command("ssh", "-i", key, "-o", "UserKnownHostsFile="+s.sshd.KnownHosts, "-o", "BatchMode=yes",
 			"-p", strconv.Itoa(s.sshd.Port), s.sshd.User+"@127.0.0.1", command)
@@ -94,12 +99,33 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 			b.Fatalf("ssh: %v", err)
 		}
 		theirs += time.Since(start)
+		theirsCPU += ssh.ProcessState.UserTime() + ssh.ProcessState.SystemTime()
 	}
 	mbps := func(d time.Duration) float64 { return float64(b.N) * size / d.Seconds() / 1e6 }
+	cpuPerGB := func(d time.Duration) float64 { return d.Seconds() / (float64(b.N) * size / 1e9) }
 	b.ReportMetric(mbps(ours), "ssh_exec-MB/s")
 	b.ReportMetric(mbps(theirs), "openssh-MB/s")
 	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "ratio")
+	b.ReportMetric(cpuPerGB(oursCPU), "ssh_exec-cpu-s/GB")
+	b.ReportMetric(cpuPerGB(theirsCPU), "openssh-cpu-s/GB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// childCPU is the user plus system CPU time process pid has used so far.
+func childCPU(b *testing.B, pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the parenthesized command name; utime and stime are
+	// the 14th and 15th fields of the line, in clock ticks (USER_HZ 100).
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", pid, stat)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // BenchmarkMCPHTTPRequestSmall is a GET of a small response through MCP
