@@ -1200,14 +1200,18 @@ func (g *gateServed) logged(msg string, id int64) bool {
 }
 
 // peakRSS is a process's peak resident memory (VmHWM) in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
+func peakRSS(t testing.TB, pid int) int64 { return procMemory(t, pid, "VmHWM") }
+
+// procMemory is one memory field of /proc/PID/status ("VmRSS", "VmHWM")
+// in bytes.
+func procMemory(t testing.TB, pid int, field string) int64 {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
 				t.Fatalf("parsing %q: %v", line, err)
@@ -1215,7 +1219,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 			return kb << 10
 		}
 	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
 

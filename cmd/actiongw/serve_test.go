@@ -346,6 +346,22 @@ func outcomeOf(t testing.TB, state, command string) gateway.AuditRecord {
 	return gateway.AuditRecord{}
 }
 
+// TestServeHeadroomNotResident: serve's GC headroom is address space, not
+// memory. Were its pages written, an idle server would hold them all.
+func TestServeHeadroomNotResident(t *testing.T) {
+	s := startServed(t, "signal")
+	s.call(t, "health", map[string]any{})
+	// An idle server holds about 14 MiB; with the headroom's pages it
+	// would hold 30.
+	const idleLimit = 24 << 20
+	rss := procMemory(t, s.client.Pid(), "VmRSS")
+	if rss > idleLimit {
+		t.Errorf("idle server resident memory %.1f MiB; want under %d MiB (GC headroom %d MiB, untouched)",
+			float64(rss)/(1<<20), idleLimit>>20, gcHeadroom>>20)
+	}
+	t.Logf("idle server resident memory %.1f MiB", float64(rss)/(1<<20))
+}
+
 func TestServeCancelSSH(t *testing.T) {
 	for _, mode := range []string{"signal", "wrapper"} {
 		t.Run(mode, func(t *testing.T) {
