@@ -251,6 +251,48 @@ func TestSpoolUnwritableDir(t *testing.T) {
 	}
 }
 
+// TestSpoolLazyFiles: a stream's file is made at its first byte. An empty
+// stream has none and still reads as empty, here and after a reopen; a
+// file that cannot be made then is a spool error, not a lost count.
+func TestSpoolLazyFiles(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := OpenSpool(dir, SpoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act := sp.Begin("ssh_exec", "web1")
+	out := act.Capture("stdout", nil, CaptureLimits{})
+	act.Capture("stderr", nil, CaptureLimits{})
+	out.Write([]byte("only stdout\n"))
+	act.Finish()
+	if _, err := os.Stat(filepath.Join(dir, act.Handle(), "stderr.out")); !os.IsNotExist(err) {
+		t.Errorf("empty stderr: stat err %v; want no file", err)
+	}
+	sp2, err := OpenSpool(dir, SpoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Spool{sp, sp2} {
+		if p, err := s.Read(act.Handle(), "stderr", 0, false, 0); err != nil || p.Data != "" || !p.EOF || p.Missing != nil {
+			t.Errorf("empty stderr: got %+v, %v; want an empty page at EOF", p, err)
+		}
+		if p, err := s.Read(act.Handle(), "stdout", 0, false, 0); err != nil || p.Data != "only stdout\n" {
+			t.Errorf("stdout: got %+v, %v", p, err)
+		}
+	}
+
+	act = sp.Begin("ssh_exec", "web1")
+	c := act.Capture("stdout", nil, CaptureLimits{})
+	if err := os.RemoveAll(act.dir); err != nil { // gone before the first byte
+		t.Fatal(err)
+	}
+	c.Write([]byte("still counted\n"))
+	act.Finish()
+	if sum := c.Summary(); sum.Bytes != 14 || !strings.Contains(sum.SpoolError, "stdout.out") || sum.Retained != nil {
+		t.Errorf("got %+v; want the count and a spool error naming the file", sum)
+	}
+}
+
 // TestSpoolConcurrent runs actions side by side with reads and evictions;
 // run it with -race.
 func TestSpoolConcurrent(t *testing.T) {
