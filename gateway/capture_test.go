@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
+
+	"github.com/actiongw/actiongw/internal/proc"
 )
 
 func captureAll(t testing.TB, red *Redactor, lim CaptureLimits, in []byte, sizes []int) StreamSummary {
@@ -177,21 +179,11 @@ func TestPumpHelper(t *testing.T) {
 }
 
 func vmHWM(t testing.TB) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := proc.Memory(0, "VmHWM")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kib
-		}
-	}
-	t.Fatal("no VmHWM in /proc/self/status")
-	return 0
+	return n >> 10
 }
 
 // textChunk makes log-like text with a secret-like near miss per line.

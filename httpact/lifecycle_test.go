@@ -1,7 +1,6 @@
 package httpact
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/proc"
 )
 
 // scripted answers the n-th request (from 1) with steps[n-1], repeating the
@@ -383,23 +384,11 @@ func TestLargeBodyBoundedMemory(t *testing.T) {
 // peakRSS reads VmHWM from /proc/self/status, in bytes.
 func peakRSS(t *testing.T) int64 {
 	t.Helper()
-	f, err := os.Open("/proc/self/status")
+	n, err := proc.Memory(0, "VmHWM")
 	if err != nil {
-		t.Skipf("no /proc: %v", err)
+		t.Skipf("no peak RSS: %v", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Skip("no VmHWM in /proc/self/status")
-	return 0
+	return n
 }
 
 func TestResponseHeaders(t *testing.T) {

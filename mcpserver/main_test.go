@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
@@ -119,22 +119,13 @@ func (s *server) logged(parts ...string) bool {
 	return false
 }
 
-// procStatus reads a kB field (VmHWM, VmRSS) of a process's status.
+// procStatus reads a kB field (VmHWM, VmRSS) of a process's status, in
+// bytes.
 func procStatus(t *testing.T, pid int, field string) int64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := proc.Memory(pid, field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("parsing %s: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return n
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,11 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
 )
 
@@ -113,19 +112,11 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 
 // childCPU is the user plus system CPU time process pid has used so far.
 func childCPU(b *testing.B, pid int) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := proc.CPU(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the parenthesized command name; utime and stime are
-	// the 14th and 15th fields of the line, in clock ticks (USER_HZ 100).
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%d/stat: %q", pid, stat)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return d
 }
 
 // BenchmarkMCPHTTPRequestSmall is a GET of a small response through MCP

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/gateway"
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/proc"
 )
 
 func needRoot(t *testing.T) {
@@ -51,7 +51,7 @@ func TestServeFaultSSHDKilled(t *testing.T) {
 	}
 	// Nothing could stop or see the remote process once sshd died: the
 	// result must not claim it stopped.
-	if r.RemoteStopped != nil && *r.RemoteStopped && sshtest.Alive(pid) {
+	if r.RemoteStopped != nil && *r.RemoteStopped && proc.Alive(pid) {
 		t.Errorf("remote_stopped true, but process %d is alive", pid)
 	}
 	res := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "true"})

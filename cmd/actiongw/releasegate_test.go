@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/mcpserver"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
@@ -1206,21 +1207,11 @@ func peakRSS(t testing.TB, pid int) int64 { return procMemory(t, pid, "VmHWM") }
 // in bytes.
 func procMemory(t testing.TB, pid int, field string) int64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := proc.Memory(pid, field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("parsing %q: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return n
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/actiongw/actiongw/internal/demo"
+	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/secrets"
 )
@@ -309,7 +310,7 @@ func readPIDs(t *testing.T, client *ssh.Client, command string) (*ssh.Session, [
 		pids = append(pids, pid)
 	}
 	for _, pid := range pids {
-		if !sshtest.Alive(pid) {
+		if !proc.Alive(pid) {
 			t.Fatalf("process %d is not running", pid)
 		}
 	}

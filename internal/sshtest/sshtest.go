@@ -2,7 +2,6 @@ package sshtest
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/syncbuf"
 )
 
@@ -450,20 +450,10 @@ func SetPassword(t testing.TB) []byte {
 	return pw
 }
 
-// Alive reports whether process pid exists and is not a zombie.
-func Alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, ok := bytes.Cut(data, []byte(") "))
-	return ok && len(rest) > 0 && rest[0] != 'Z'
-}
-
 // WaitGone waits up to d for process pid to be gone and reports whether it is.
 func WaitGone(pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
-	for Alive(pid) {
+	for proc.Alive(pid) {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -499,7 +489,7 @@ func descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if pp := ppid(p); pp > 0 {
+		if pp := proc.Parent(p); pp > 0 {
 			children[pp] = append(children[pp], p)
 		}
 	}
@@ -514,23 +504,6 @@ func descendants(pid int) []int {
 		}
 	}
 	return out
-}
-
-func ppid(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	_, rest, ok := bytes.Cut(data, []byte(") "))
-	if !ok {
-		return 0
-	}
-	f := strings.Fields(string(rest))
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
 }
 
 func comm(pid int) string {

@@ -1,0 +1,82 @@
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Memory returns a kB field of /proc/PID/status, such as "VmRSS" or
+// "VmHWM" (peak resident memory), in bytes. Pid 0 is the calling process.
+func Memory(pid int, field string) (int64, error) {
+	path := "/proc/self/status"
+	if pid != 0 {
+		path = fmt.Sprintf("/proc/%d/status", pid)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: parsing %q: %w", path, line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("%s has no %s", path, field)
+}
+
+// CPU returns the user plus system CPU time process pid has used so far.
+func CPU(pid int) (time.Duration, error) {
+	f, err := stat(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	// In clock ticks: USER_HZ, which Linux fixes at 100 for user space.
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// Alive reports whether process pid exists and is not a zombie.
+func Alive(pid int) bool {
+	f, err := stat(pid)
+	return err == nil && len(f) > 0 && f[0] != "Z"
+}
+
+// Parent returns the parent of process pid, or 0 when it cannot be read.
+func Parent(pid int) int {
+	f, err := stat(pid)
+	if err != nil || len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+// stat returns the fields of /proc/PID/stat after the command name, which
+// may hold spaces and parentheses: the state is [0], the parent [1], the
+// user and system CPU ticks [11] and [12].
+func stat(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name in %q", pid, data)
+	}
+	return strings.Fields(string(data[i+1:])), nil
+}
