@@ -75,12 +75,10 @@ func TestMaxSessions(t *testing.T) {
 	}
 }
 
-// TestServerCrash kills sshd while a command runs: the call fails at once,
-// the next call fails fast while sshd is down, and works once it is back.
-func TestServerCrash(t *testing.T) {
-	s := sshtest.Start(t, sshtest.Options{})
-	p := newPool(t)
-	tg := target(s)
+// runSleeper starts a silent remote command on tg and returns once it
+// runs; its result arrives on the channel.
+func runSleeper(t *testing.T, s *sshtest.Server, p *Pool, tg *Target) <-chan output {
+	t.Helper()
 	dir := s.UserDir(t)
 	done := make(chan output, 1)
 	go func() {
@@ -91,6 +89,16 @@ func TestServerCrash(t *testing.T) {
 		done <- out
 	}()
 	sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
+	return done
+}
+
+// TestServerCrash kills sshd while a command runs: the call fails at once,
+// the next call fails fast while sshd is down, and works once it is back.
+func TestServerCrash(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := target(s)
+	done := runSleeper(t, s, p, tg)
 	s.Crash()
 	select {
 	case out := <-done:
@@ -172,16 +180,7 @@ func TestCloseDuringRun(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	p := NewPool(testLogger())
 	tg := target(s)
-	dir := s.UserDir(t)
-	done := make(chan output, 1)
-	go func() {
-		out, err := runCmd(t, p, tg, fmt.Sprintf("echo $$ > %s/pid; sleep 1000", dir))
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		done <- out
-	}()
-	sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
+	done := runSleeper(t, s, p, tg)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
