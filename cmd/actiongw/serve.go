@@ -29,11 +29,24 @@ import (
 // nears the cap; the headroom keeps the default pacing above it.
 const gcHeadroom = 16 << 20
 
+// gcHeadroomSize is the headroom serve holds: none when GOGC or GOMEMLIMIT
+// is set. A person who sets them has taken charge of the collector and gets
+// what they set; a memory limit would count the headroom as used, and a
+// low GOGC collects early enough that the runtime may clear the headroom
+// from reused pages, making it resident.
+func gcHeadroomSize(getenv func(string) string) int {
+	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	return gcHeadroom
+}
+
 func (c *cli) serve(ctx context.Context, args []string) (err error) {
-	// Allocated first, while the heap is fresh: memory the runtime gets
-	// from the system is known to be zero and is not cleared, so the
-	// headroom's pages stay untouched.
-	headroom := make([]byte, gcHeadroom)
+	// Allocated first, before the heap has freed any pages: the runtime
+	// then takes it from fresh memory, known to be zero, and does not clear
+	// it. (At the default GOGC no collection runs this early; one that did
+	// could leave freed pages that the runtime would clear, writing them.)
+	headroom := make([]byte, gcHeadroomSize(c.getenv))
 	defer runtime.KeepAlive(headroom)
 	fs := c.flags("serve", "serve [-config PATH | -demo]")
 	configPath := configFlag(fs)

@@ -349,6 +349,9 @@ func outcomeOf(t testing.TB, state, command string) gateway.AuditRecord {
 // TestServeHeadroomNotResident: serve's GC headroom is address space, not
 // memory. Were its pages written, an idle server would hold them all.
 func TestServeHeadroomNotResident(t *testing.T) {
+	if gcHeadroomSize(os.Getenv) == 0 {
+		t.Skip("GOGC or GOMEMLIMIT is set: serve holds no headroom")
+	}
 	s := startServed(t, "signal")
 	s.call(t, "health", map[string]any{})
 	// An idle server holds about 14 MiB; with the headroom's pages it
@@ -360,6 +363,23 @@ func TestServeHeadroomNotResident(t *testing.T) {
 			float64(rss)/(1<<20), idleLimit>>20, gcHeadroom>>20)
 	}
 	t.Logf("idle server resident memory %.1f MiB", float64(rss)/(1<<20))
+}
+
+func TestGCHeadroomSize(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, gcHeadroom},
+		{map[string]string{"GOGC": "50"}, 0},
+		{map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, 0},
+		{map[string]string{"GOMEMLIMIT": "256MiB"}, 0},
+	}
+	for _, tt := range tests {
+		if got := gcHeadroomSize(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("gcHeadroomSize(%v) = %d; want %d", tt.env, got, tt.want)
+		}
+	}
 }
 
 func TestServeCancelSSH(t *testing.T) {
