@@ -247,34 +247,14 @@ func benchSecrets(n int) map[string][]byte {
 	return secrets
 }
 
-// cpuTime is the process's user+system CPU time, from /proc (Linux); ok is
-// false elsewhere.
-func cpuTime() (d time.Duration, ok bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// Fields after the command name, which is in parentheses: utime and
-	// stime are the 12th and 13th, in clock ticks of 1/100 s.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(u+s) * 10 * time.Millisecond, true
-}
-
 // reportCPU adds cpu-MB/s, throughput per CPU second: on a machine shared
-// with other work it says more than the wall-clock MB/s.
+// with other work it says more than the wall-clock MB/s. Without /proc it
+// adds nothing.
 func reportCPU(b *testing.B, bytesPerOp int, run func()) {
-	start, ok := cpuTime()
+	start, err := proc.CPU(os.Getpid())
 	run()
-	end, _ := cpuTime()
-	if ok && end > start {
+	end, _ := proc.CPU(os.Getpid())
+	if err == nil && end > start {
 		b.ReportMetric(float64(bytesPerOp)*float64(b.N)/1e6/(end-start).Seconds(), "cpu-MB/s")
 	}
 }
