@@ -1,8 +1,9 @@
-// Package gateway runs one action end to end — policy, secrets, execution,
-// bounded capture, redaction, spool and audit — and holds the configuration
-// that names the targets an agent may use.
+// Package gateway runs actions for an agent. Every kind of action (an SSH
+// command, an HTTP request) goes through one pipeline: policy, secrets, the
+// concurrency limits, the audit intent, execution into bounded captures,
+// the status, the audit outcome, and a result that fits the content limit.
 //
-// The capture writers it hands to sshexec and httpact never block and never
-// fail, so those packages copy remote bytes to the end while the gateway
-// decides what is kept.
+// The captures it hands to sshexec and httpact never block and never fail,
+// so those packages copy remote bytes to the end while the gateway decides
+// what is kept.
 package gateway

@@ -11,28 +11,22 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/actiongw/actiongw/httpact"
-	"github.com/actiongw/actiongw/secrets"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/output"
+	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/sshexec"
 )
 
-// SecretStore is what the gateway needs of the keyring.
-type SecretStore interface {
-	Get(ctx context.Context, name string) (secrets.Value, error)
-}
-
 // Options configure a Gateway.
 type Options struct {
-	Config *Config
+	Config *config.Config
 	// Secrets is where referenced secrets are read; nil means the OS
 	// keyring under service "actiongw".
 	Secrets SecretStore
 	Logger  *slog.Logger
-	// QueueWait is how long a call waits for a free action slot before it
-	// gets a busy error; zero means 10s.
-	QueueWait time.Duration
 }
 
 // ErrShutdown is the cancellation cause of actions still running when the
@@ -43,11 +37,11 @@ var ErrShutdown = errors.New("server shutting down")
 // action with its output going through redacting captures into the spool,
 // and writes the audit trail. It is safe for concurrent use.
 type Gateway struct {
-	cfg   *Config
+	cfg   *config.Config
 	log   *slog.Logger
-	red   *Redactor
-	spool *Spool
-	audit *AuditLog
+	red   *redact.Redactor
+	spool *output.Spool
+	audit *audit.Log
 	ssh   *sshexec.Pool
 	http  *httpact.Client
 	limit *limiter
@@ -71,29 +65,25 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	store := opts.Secrets
-	tg, redact := loadTargets(ctx, cfg, store, log)
-	red, err := NewRedactorList(redact)
+	tg, known := loadTargets(ctx, cfg, opts.Secrets, log)
+	red, err := redact.New(known)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Server.StateDir, 0o700); err != nil {
+	s := cfg.Server
+	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	spool, err := OpenSpool(filepath.Join(cfg.Server.StateDir, "spool"), SpoolOptions{
-		TTL: cfg.Server.SpoolTTL, MaxBytes: cfg.Server.SpoolMaxBytes,
-		RetainHeadBytes: cfg.Server.RetainHeadBytes, RetainTailBytes: cfg.Server.RetainTailBytes,
+	spool, err := output.OpenSpool(filepath.Join(s.StateDir, "spool"), output.SpoolOptions{
+		TTL: s.SpoolTTL, MaxBytes: s.SpoolMaxBytes,
+		RetainHeadBytes: s.RetainHeadBytes, RetainTailBytes: s.RetainTailBytes,
 	})
 	if err != nil {
 		return nil, err
 	}
-	audit, err := OpenAudit(AuditPath(cfg), red.RedactString)
+	auditLog, err := audit.Open(audit.Path(s.StateDir), red.RedactString)
 	if err != nil {
 		return nil, err
-	}
-	queueWait := opts.QueueWait
-	if queueWait == 0 {
-		queueWait = 10 * time.Second
 	}
 	perTarget := map[string]int{}
 	for name, t := range cfg.SSH {
@@ -103,9 +93,9 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		perTarget[name] = e.MaxConcurrent
 	}
 	g := &Gateway{
-		cfg: cfg, log: log, red: red, spool: spool, audit: audit,
+		cfg: cfg, log: log, red: red, spool: spool, audit: auditLog,
 		ssh: sshexec.NewPool(log), http: httpact.NewClient(log),
-		limit:         newLimiter(cfg.Server.MaxConcurrentActions, perTarget, queueWait),
+		limit:         newLimiter(s.MaxConcurrentActions, perTarget, s.QueueWait),
 		sshTargets:    tg.ssh,
 		httpEndpoints: tg.http,
 	}
@@ -145,57 +135,6 @@ func (g *Gateway) failure(format string, args ...any) *ToolResult {
 	return &ToolResult{Text: g.red.RedactString(fmt.Sprintf(format, args...)), IsError: true}
 }
 
-// begin registers a running action: it takes a slot, starts the action's
-// spool and writes the intent record. The returned context is cancelled
-// when ctx is, or with ErrShutdown when the gateway closes.
-func (g *Gateway) begin(ctx context.Context, intent *AuditRecord) (context.Context, *action, error) {
-	release, err := g.limit.acquire(ctx, intent.Target)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := g.spool.Begin(intent.Tool, intent.Target)
-	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
-	if err := g.audit.Append(intent); err != nil {
-		out.Finish()
-		release()
-		return nil, nil, fmt.Errorf("refusing to run the action: %w", err)
-	}
-	actx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
-	g.wg.Add(1)
-	g.active.Add(1)
-	a := &action{out: out, start: time.Now(), done: func() {
-		stop()
-		cancel(nil)
-		out.Finish()
-		release()
-		g.active.Add(-1)
-		g.wg.Done()
-	}}
-	return actx, a, nil
-}
-
-// action is one running action.
-type action struct {
-	out   *ActionOutput
-	start time.Time
-	done  func()
-}
-
-// deny audits a refused call: an intent with the decision and the rule, and
-// an outcome that says it did not run.
-func (g *Gateway) deny(intent *AuditRecord, status, rule, reason string) {
-	intent.Kind, intent.Decision, intent.Rule = "intent", "deny", rule
-	if err := g.audit.Append(intent); err != nil {
-		g.log.Error("audit log", "error", err)
-		return
-	}
-	outcome := &AuditRecord{Kind: "outcome", Tool: intent.Tool, Target: intent.Target, Status: status, Reason: reason}
-	if err := g.audit.Append(outcome); err != nil {
-		g.log.Error("audit log", "error", err)
-	}
-}
-
 // cancelReason turns the cause that ended an action into words for the
 // result. A shutdown of the gateway names itself even when the action saw
 // its session end first.
@@ -215,18 +154,12 @@ func (g *Gateway) cancelReason(ctx context.Context) string {
 	return cause.Error()
 }
 
-// TargetNames lists the configured target names, for error messages.
-func (g *Gateway) targetNames(ssh bool) []string {
-	var names []string
-	if ssh {
-		for n := range g.sshTargets {
-			names = append(names, n)
-		}
-	} else {
-		for n := range g.httpEndpoints {
-			names = append(names, n)
-		}
+// names lists the keys of a target map, sorted, for error messages.
+func names[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
 	}
-	sort.Strings(names)
-	return names
+	sort.Strings(out)
+	return out
 }

@@ -14,27 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/secrets"
 )
-
-// mapStore is an in-memory SecretStore for gateway tests; the secrets
-// package itself is tested against a real Secret Service.
-type mapStore map[string]string
-
-func (m mapStore) Get(_ context.Context, name string) (secrets.Value, error) {
-	v, ok := m[name]
-	if !ok {
-		return secrets.Value{}, &secrets.NotFoundError{Name: name}
-	}
-	return secrets.NewValue([]byte(v)), nil
-}
 
 const apiToken = "tok-3f9a8b7c6d5e4f"
 
 type fixture struct {
 	gw    *Gateway
-	cfg   *Config
+	cfg   *config.Config
 	sshd  *sshtest.Server
 	api   *httptest.Server
 	state string
@@ -54,6 +45,7 @@ func newFixture(t *testing.T, extra string) *fixture {
 	toml := fmt.Sprintf(`
 [server]
 state_dir = %q
+queue_wait = "300ms"
 [ssh.box]
 host = "127.0.0.1"
 port = %d
@@ -80,12 +72,12 @@ user = "deploy"
 password_secret = "api-token"
 allow_private = true
 %s`, state, sshd.Port, sshd.User, sshd.KnownHosts, sshd.Port, sshd.User, sshd.KnownHosts, api.URL, api.URL, extra)
-	cfg, err := ParseConfig([]byte(toml))
+	cfg, err := config.Parse([]byte(toml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := mapStore{"box-key": string(sshd.ClientKey), "api-token": apiToken}
-	gw, err := New(context.Background(), Options{Config: cfg, Secrets: store, QueueWait: 300 * time.Millisecond})
+	store := secrets.Memory{"box-key": sshd.ClientKey, "api-token": []byte(apiToken)}
+	gw, err := New(context.Background(), Options{Config: cfg, Secrets: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,15 +125,15 @@ func TestGatewaySSHExec(t *testing.T) {
 		t.Fatalf("seq 1 200000: truncated %v lines %d; want true 200000", out.Stdout.Truncated, out.Stdout.Lines)
 	}
 	page := f.gw.ReadOutput(ReadOutputInput{Handle: out.Handle, Stream: "stdout", Offset: 0, Limit: 6})
-	if p, ok := page.Structured.(*Page); !ok || p.Data != "1\n2\n3\n" {
+	if p, ok := page.Structured.(*output.Page); !ok || p.Data != "1\n2\n3\n" {
 		t.Errorf("read_output first 6 bytes: %s; want 1 2 3", page.Text)
 	}
 	page = f.gw.ReadOutput(ReadOutputInput{Handle: out.Handle, Stream: "stdout", Offset: -7, From: "end"})
-	if p, ok := page.Structured.(*Page); !ok || p.Data != "200000\n" || !p.EOF {
+	if p, ok := page.Structured.(*output.Page); !ok || p.Data != "200000\n" || !p.EOF {
 		t.Errorf("read_output last 7 bytes: %s; want 200000 and eof", page.Text)
 	}
 	found := f.gw.SearchOutput(ctx, SearchOutputInput{Handle: out.Handle, Stream: "stdout", Pattern: "^19999[0-9]$", MaxMatches: 3})
-	if s, ok := found.Structured.(*SearchResult); !ok || len(s.Matches) != 3 || s.Matches[0].Line != 199990 {
+	if s, ok := found.Structured.(*output.SearchResult); !ok || len(s.Matches) != 3 || s.Matches[0].Line != 199990 {
 		t.Errorf("search_output: %s; want 3 matches from line 199990", found.Text)
 	}
 	if r := f.gw.ReadOutput(ReadOutputInput{Handle: "nope", Stream: "stdout"}); !r.IsError {
@@ -189,18 +181,19 @@ func TestGatewayRefusals(t *testing.T) {
 			}
 		})
 	}
-	audit := readAudit(t, f)
-	if !strings.Contains(audit, `"decision":"deny","rule":"deny_commands[0] \"reboot\""`) {
-		t.Errorf("the denial is not audited with its rule:\n%s", audit)
+	log := readAudit(t, f)
+	if !strings.Contains(log, `"decision":"deny","rule":"deny_commands[0] \"reboot\""`) {
+		t.Errorf("the denial is not audited with its rule:\n%s", log)
 	}
 }
 
 func readAudit(t *testing.T, f *fixture) string {
 	t.Helper()
-	if _, err := VerifyAudit(AuditPath(f.cfg)); err != nil {
+	path := audit.Path(f.cfg.Server.StateDir)
+	if _, err := audit.Verify(path); err != nil {
 		t.Fatalf("audit chain: %v", err)
 	}
-	b, err := os.ReadFile(AuditPath(f.cfg))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,23 +228,22 @@ func TestGatewayAuditsEveryAction(t *testing.T) {
 	ctx := context.Background()
 	f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "echo " + apiToken}, nil)
 	f.gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "api", Method: "POST", Path: "/x", JSON: map[string]any{"a": 1}}, nil)
-	audit := readAudit(t, f)
-	if strings.Contains(audit, apiToken) {
-		t.Errorf("audit log holds the secret:\n%s", audit)
+	log := readAudit(t, f)
+	if strings.Contains(log, apiToken) {
+		t.Errorf("audit log holds the secret:\n%s", log)
 	}
 	for _, want := range []string{`"kind":"intent"`, `"kind":"outcome"`, `"command":"echo [REDACTED:api-token]"`, `"method":"POST","path":"/x"`, `"http_status":200`, `"stdout":{"bytes":`} {
-		if !strings.Contains(audit, want) {
-			t.Errorf("audit log lacks %s:\n%s", want, audit)
+		if !strings.Contains(log, want) {
+			t.Errorf("audit log lacks %s:\n%s", want, log)
 		}
 	}
-	if n := strings.Count(audit, "\n"); n != 4 {
+	if n := strings.Count(log, "\n"); n != 4 {
 		t.Errorf("audit log has %d records; want 4 (intent and outcome of two actions)", n)
 	}
 }
 
 func TestGatewayBusy(t *testing.T) {
 	f := newFixture(t, "")
-	f.cfg.SSH["box"].MaxConcurrent = 1
 	f.gw.limit = newLimiter(16, map[string]int{"box": 1}, 300*time.Millisecond)
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -296,8 +288,8 @@ func TestGatewayCloseCancelsRunningActions(t *testing.T) {
 	if out.RemoteStopped == nil || !*out.RemoteStopped {
 		t.Errorf("remote_stopped %v; want true", out.RemoteStopped)
 	}
-	if audit := readAudit(t, f); !strings.Contains(audit, `"status":"cancelled"`) {
-		t.Errorf("no cancelled outcome in the audit log:\n%s", audit)
+	if log := readAudit(t, f); !strings.Contains(log, `"status":"cancelled"`) {
+		t.Errorf("no cancelled outcome in the audit log:\n%s", log)
 	}
 }
 

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -11,7 +10,8 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/httpact"
-	"github.com/actiongw/actiongw/policy"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 )
 
 // HTTPRequestInput is the input of the http_request tool.
@@ -31,39 +31,33 @@ type HTTPRequestOutput struct {
 	Handle   string `json:"handle"`
 	Endpoint string `json:"endpoint"`
 	// Status is ok, http_error, body_limit, cancelled, timeout or failed.
-	Status     string            `json:"status"`
+	Status     Status            `json:"status"`
 	HTTPStatus int               `json:"http_status,omitempty"`
 	Headers    map[string]string `json:"headers"`
 	DurationMS int64             `json:"duration_ms"`
 	Attempts   int               `json:"attempts"`
-	Body       StreamSummary     `json:"body"`
+	Body       output.Stream     `json:"body"`
 	Reason     string            `json:"reason,omitempty"`
+}
+
+// httpStatus maps how httpact says a request ended.
+var httpStatus = map[httpact.Status]Status{
+	httpact.StatusOK:        StatusOK,
+	httpact.StatusHTTPError: StatusHTTPError,
+	httpact.StatusBodyLimit: StatusBodyLimit,
+	httpact.StatusCancelled: StatusCancelled,
+	httpact.StatusTimeout:   StatusTimeout,
+	httpact.StatusFailed:    StatusFailed,
 }
 
 // HTTPRequest sends one request to a configured endpoint.
 func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress Progress) *ToolResult {
 	he, ok := g.httpEndpoints[in.Endpoint]
 	if !ok {
-		return g.failure("unknown HTTP endpoint %q; known HTTP endpoints: %s (see list_targets)", in.Endpoint, strings.Join(g.targetNames(false), ", "))
+		return g.failure("unknown HTTP endpoint %q; known HTTP endpoints: %s (see list_targets)", in.Endpoint, strings.Join(names(g.httpEndpoints), ", "))
 	}
 	method := strings.ToUpper(in.Method)
-	// The audit keeps no query string: it may carry a credential.
-	intent := &AuditRecord{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]}
-	// A first check on the path as given, so a denial is audited as one;
-	// httpact checks again on the normalized path.
-	if err := he.requests.Check(method, in.Path); err != nil {
-		var de *policy.DeniedError
-		errors.As(err, &de)
-		g.deny(intent, "denied", de.Rule, de.Reason)
-		return g.failure("%v", err)
-	}
-	if he.err != nil {
-		g.deny(intent, "failed", "credentials", he.err.Error())
-		return g.failure("cannot use endpoint %q: %v", in.Endpoint, he.err)
-	}
-	c := g.cfg.HTTP[in.Endpoint]
-	timeout, _ := policy.Timeout(seconds(in.TimeoutS), c.Timeout, c.MaxTimeout)
-	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body), Timeout: timeout}
+	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body)}
 	if in.JSON != nil {
 		if in.Body != "" {
 			return g.failure("give either body or json, not both")
@@ -80,48 +74,53 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			req.Query.Set(k, v)
 		}
 	}
-
-	actx, act, err := g.begin(ctx, intent)
-	if err != nil {
-		return g.failure("%v", err)
-	}
-	defer act.done()
-	body := act.out.Capture("body", g.red, CaptureLimits{HeadBytes: g.cfg.Server.HeadBytes, TailBytes: g.cfg.Server.TailBytes})
-	w := &countingWriter{w: body, progress: progress, start: act.start}
-	res, doErr := g.http.Do(actx, he.endpoint, req, w)
-	act.out.Finish()
-
-	out := HTTPRequestOutput{Handle: act.out.Handle(), Endpoint: in.Endpoint, Body: body.Summary(), Headers: map[string]string{}}
-	// An error means nothing was sent: a refused path, header or body.
-	switch {
-	case doErr != nil:
-		out.Status, out.Reason = "failed", doErr.Error()
-	default:
-		out.Status, out.HTTPStatus, out.Attempts = string(res.Status), res.HTTPStatus, res.Attempts
-		out.DurationMS, out.Reason = res.Duration.Milliseconds(), res.Reason
-		for k, v := range res.Headers {
-			out.Headers[k] = g.red.RedactString(v)
-		}
-		if res.Status == httpact.StatusCancelled {
-			out.Reason = g.cancelReason(actx)
-		}
-		if res.BodyCut {
-			out.Reason = strings.TrimSpace(out.Reason + fmt.Sprintf(" the body was cut after %d bytes (retention budget plus drain_cap)", res.BodyBytes))
-		}
-	}
-	out.Reason = g.red.RedactString(out.Reason)
-	auditErr := g.audit.Append(&AuditRecord{
-		Kind: "outcome", Handle: out.Handle, Tool: "http_request", Target: in.Endpoint,
-		Status: out.Status, HTTPStatus: out.HTTPStatus, DurationMS: out.DurationMS, Reason: out.Reason,
-		Streams: map[string]AuditStream{"body": {Bytes: out.Body.Bytes, SHA256: out.Body.SHA256}},
-	})
-	isError := out.Status != string(httpact.StatusOK)
-	return g.result(&out, isError, auditErr, describeHTTP(&out, method, in.Path), out.Handle, NamedStream{"body", &out.Body})
+	var res *httpact.Result
+	return g.run(ctx, &action{
+		// The audit keeps no query string: it may carry a credential.
+		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
+		check: func() error {
+			// A first check on the path as given, so a denial is audited
+			// as one; httpact checks again on the normalized path.
+			if err := he.requests.Check(method, in.Path); err != nil {
+				return err
+			}
+			if he.err != nil {
+				return &unusableError{"credentials", he.err.Error(), fmt.Errorf("cannot use endpoint %q: %w", in.Endpoint, he.err)}
+			}
+			return nil
+		},
+		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
+		streams: []string{"body"},
+		execute: func(ctx context.Context, timeout time.Duration, w []io.Writer) *ended {
+			req.Timeout = timeout
+			var err error
+			if res, err = g.http.Do(ctx, he.endpoint, req, w[0]); err != nil {
+				// Nothing was sent: a refused path, header or body.
+				return &ended{status: StatusFailed, reason: err.Error()}
+			}
+			e := &ended{status: httpStatus[res.Status], reason: res.Reason, duration: res.Duration, httpStatus: res.HTTPStatus}
+			if res.BodyCut {
+				e.reason = strings.TrimSpace(e.reason + fmt.Sprintf(" the body was cut after %d bytes (retention budget plus drain_cap)", res.BodyBytes))
+			}
+			return e
+		},
+		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {
+			out := &HTTPRequestOutput{Handle: handle, Endpoint: in.Endpoint, Status: e.status, HTTPStatus: e.httpStatus,
+				Headers: map[string]string{}, DurationMS: e.duration.Milliseconds(), Body: s[0], Reason: e.reason}
+			if res != nil {
+				out.Attempts = res.Attempts
+				for k, v := range res.Headers {
+					out.Headers[k] = g.red.RedactString(v)
+				}
+			}
+			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, in.Path), out.Status != StatusOK
+		},
+	}, progress)
 }
 
 func describeHTTP(out *HTTPRequestOutput, method, path string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "http_request %s %s on %s: %s", method, clip(path, 200), out.Endpoint, out.Status)
+	fmt.Fprintf(&b, "http_request %s %s on %s: %s", method, output.Clip(path, 200), out.Endpoint, out.Status)
 	if out.HTTPStatus != 0 {
 		fmt.Fprintf(&b, ", HTTP %d", out.HTTPStatus)
 	}
@@ -130,27 +129,4 @@ func describeHTTP(out *HTTPRequestOutput, method, path string) string {
 		fmt.Fprintf(&b, " Reason: %s.", out.Reason)
 	}
 	return b.String()
-}
-
-// countingWriter counts what passes and reports it to progress at most
-// every progressInterval.
-type countingWriter struct {
-	w        io.Writer
-	n        int64
-	progress Progress
-	start    time.Time
-	last     time.Time
-}
-
-const progressInterval = 250 * time.Millisecond
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	if c.progress != nil {
-		if now := time.Now(); now.Sub(c.last) >= progressInterval {
-			c.last = now
-			c.progress(c.n, now.Sub(c.start))
-		}
-	}
-	return c.w.Write(p)
 }

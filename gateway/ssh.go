@@ -2,12 +2,13 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
-	"github.com/actiongw/actiongw/policy"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/sshexec"
 )
 
@@ -24,104 +25,72 @@ type SSHExecOutput struct {
 	Handle string `json:"handle"`
 	Target string `json:"target"`
 	// Status is exited, signaled, timeout, cancelled, output_limit or failed.
-	Status     string        `json:"status"`
+	Status     Status        `json:"status"`
 	ExitCode   *int          `json:"exit_code,omitempty"`
 	Signal     string        `json:"signal,omitempty"`
 	DurationMS int64         `json:"duration_ms"`
-	Stdout     StreamSummary `json:"stdout"`
-	Stderr     StreamSummary `json:"stderr"`
+	Stdout     output.Stream `json:"stdout"`
+	Stderr     output.Stream `json:"stderr"`
 	// RemoteStopped is set when the command had to be stopped: true only
 	// when its processes were verified gone.
 	RemoteStopped *bool  `json:"remote_stopped,omitempty"`
 	Reason        string `json:"reason,omitempty"`
 }
 
-// Progress receives the bytes an action received so far.
-type Progress func(bytes int64, elapsed time.Duration)
+// sshStatus maps how sshexec says a run ended; sshexec decides timeout
+// against cancelled, and the gateway keeps its word.
+var sshStatus = map[sshexec.Status]Status{
+	sshexec.StatusExited:      StatusExited,
+	sshexec.StatusSignaled:    StatusSignaled,
+	sshexec.StatusTimeout:     StatusTimeout,
+	sshexec.StatusCancelled:   StatusCancelled,
+	sshexec.StatusOutputLimit: StatusOutputLimit,
+	sshexec.StatusFailed:      StatusFailed,
+}
 
 // SSHExec runs one command on a configured SSH target.
 func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progress) *ToolResult {
 	st, ok := g.sshTargets[in.Target]
 	if !ok {
-		return g.failure("unknown SSH target %q; known SSH targets: %s (see list_targets)", in.Target, strings.Join(g.targetNames(true), ", "))
+		return g.failure("unknown SSH target %q; known SSH targets: %s (see list_targets)", in.Target, strings.Join(names(g.sshTargets), ", "))
 	}
-	intent := &AuditRecord{Tool: "ssh_exec", Target: in.Target, Command: in.Command}
-	if err := st.commands.Check(in.Command); err != nil {
-		var de *policy.DeniedError
-		errors.As(err, &de)
-		g.deny(intent, "denied", de.Rule, de.Reason)
-		return g.failure("%v", err)
-	}
-	if st.err != nil {
-		g.deny(intent, "failed", "credentials", st.err.Error())
-		return g.failure("cannot use target %q: %v", in.Target, st.err)
-	}
-	if int64(len(in.Stdin)) > st.stdin {
-		g.deny(intent, "failed", "max_stdin_bytes", "stdin too large")
-		return g.failure("stdin is %d bytes; target %q accepts at most %d (max_stdin_bytes)", len(in.Stdin), in.Target, st.stdin)
-	}
-	c := g.cfg.SSH[in.Target]
-	timeout, capped := policy.Timeout(seconds(in.TimeoutS), c.Timeout, c.MaxTimeout)
-
-	actx, act, err := g.begin(ctx, intent)
-	if err != nil {
-		return g.failure("%v", err)
-	}
-	defer act.done()
-	lim := CaptureLimits{HeadBytes: g.cfg.Server.HeadBytes, TailBytes: g.cfg.Server.TailBytes}
-	stdout := act.out.Capture("stdout", g.red, lim)
-	stderr := act.out.Capture("stderr", g.red, lim)
-	req := sshexec.Request{
-		Command: in.Command, Timeout: timeout, OutputLimit: st.output,
-		Stdout: stdout, Stderr: stderr,
-	}
-	if in.Stdin != "" {
-		req.Stdin = []byte(in.Stdin)
-	}
-	if progress != nil {
-		req.Progress = func(n int64, d time.Duration) { progress(n, d) }
-	}
-	res, runErr := g.ssh.Run(actx, st.target, req)
-	act.out.Finish()
-
-	out := SSHExecOutput{Handle: act.out.Handle(), Target: in.Target, Stdout: stdout.Summary(), Stderr: stderr.Summary()}
-	if runErr != nil {
-		out.Status, out.Reason = "failed", runErr.Error()
-		if actx.Err() != nil {
-			out.Status, out.Reason = statusOf(actx), g.cancelReason(actx)
-		}
-		out.DurationMS = time.Since(act.start).Milliseconds()
-	} else {
-		out.Status, out.ExitCode, out.Signal = string(res.Status), res.ExitCode, res.Signal
-		out.DurationMS, out.RemoteStopped, out.Reason = res.Duration.Milliseconds(), res.RemoteStopped, res.Reason
-		if res.Status == sshexec.StatusCancelled {
-			out.Reason = g.cancelReason(actx)
-		}
-	}
-	out.Reason = g.red.RedactString(out.Reason)
-	if capped && out.Status == "timeout" {
-		out.Reason += fmt.Sprintf(" (timeout_s was capped to the target's max_timeout of %v)", c.MaxTimeout)
-	}
-	auditErr := g.audit.Append(&AuditRecord{
-		Kind: "outcome", Handle: out.Handle, Tool: "ssh_exec", Target: in.Target,
-		Status: out.Status, ExitCode: out.ExitCode, Signal: out.Signal, DurationMS: out.DurationMS,
-		Reason: out.Reason, RemoteStopped: out.RemoteStopped,
-		Streams: map[string]AuditStream{
-			"stdout": {Bytes: out.Stdout.Bytes, SHA256: out.Stdout.SHA256},
-			"stderr": {Bytes: out.Stderr.Bytes, SHA256: out.Stderr.SHA256},
+	return g.run(ctx, &action{
+		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
+		check: func() error {
+			if err := st.commands.Check(in.Command); err != nil {
+				return err
+			}
+			if st.err != nil {
+				return &unusableError{"credentials", st.err.Error(), fmt.Errorf("cannot use target %q: %w", in.Target, st.err)}
+			}
+			if int64(len(in.Stdin)) > st.maxStdin {
+				return &unusableError{"max_stdin_bytes", "stdin too large",
+					fmt.Errorf("stdin is %d bytes; target %q accepts at most %d (max_stdin_bytes)", len(in.Stdin), in.Target, st.maxStdin)}
+			}
+			return nil
 		},
-	})
-	isError := out.Status != "exited" || out.ExitCode == nil || *out.ExitCode != 0
-	return g.result(&out, isError, auditErr, describeSSH(&out, in.Command), out.Handle,
-		NamedStream{"stdout", &out.Stdout}, NamedStream{"stderr", &out.Stderr})
-}
-
-// statusOf names why ctx ended: timeout or cancelled.
-func statusOf(ctx context.Context) string {
-	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		return "timeout"
-	}
-	return "cancelled"
+		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
+		streams: []string{"stdout", "stderr"},
+		execute: func(ctx context.Context, timeout time.Duration, w []io.Writer) *ended {
+			req := sshexec.Request{Command: in.Command, Timeout: timeout, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1]}
+			if in.Stdin != "" {
+				req.Stdin = []byte(in.Stdin)
+			}
+			res, err := g.ssh.Run(ctx, st.target, req)
+			if err != nil {
+				return &ended{status: StatusFailed, reason: err.Error()}
+			}
+			return &ended{status: sshStatus[res.Status], reason: res.Reason, duration: res.Duration,
+				exitCode: res.ExitCode, signal: res.Signal, remoteStopped: res.RemoteStopped}
+		},
+		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {
+			out := &SSHExecOutput{Handle: handle, Target: in.Target, Status: e.status, ExitCode: e.exitCode, Signal: e.signal,
+				DurationMS: e.duration.Milliseconds(), Stdout: s[0], Stderr: s[1], RemoteStopped: e.remoteStopped, Reason: e.reason}
+			isError := out.Status != StatusExited || out.ExitCode == nil || *out.ExitCode != 0
+			return out, []output.NamedStream{{Name: "stdout", Summary: &out.Stdout}, {Name: "stderr", Summary: &out.Stderr}},
+				describeSSH(out, in.Command), isError
+		},
+	}, progress)
 }
 
 func seconds(s float64) time.Duration {
@@ -134,7 +103,7 @@ func seconds(s float64) time.Duration {
 // describeSSH says in words what ran and how it ended.
 func describeSSH(out *SSHExecOutput, command string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ssh_exec %q on %s: %s", clip(command, 200), out.Target, out.Status)
+	fmt.Fprintf(&b, "ssh_exec %q on %s: %s", output.Clip(command, 200), out.Target, out.Status)
 	switch {
 	case out.ExitCode != nil:
 		fmt.Fprintf(&b, " with exit code %d", *out.ExitCode)

@@ -10,23 +10,36 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/httpact"
+	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
 )
 
+// SecretStore is what the gateway needs of the keyring.
+type SecretStore interface {
+	Get(ctx context.Context, name string) (secrets.Value, error)
+}
+
+// sshTarget is a configured SSH target, ready to use.
 type sshTarget struct {
 	target   *sshexec.Target // nil when err is set
 	err      error           // why the target cannot be used (a missing secret)
 	commands *policy.Commands
-	output   int64
-	stdin    int64
+
+	timeout, maxTimeout time.Duration
+	outputLimit         int64
+	maxStdin            int64
 }
 
+// httpEndpoint is a configured HTTP endpoint, ready to use.
 type httpEndpoint struct {
-	endpoint *httpact.Endpoint
+	endpoint *httpact.Endpoint // nil when err is set
 	err      error
 	requests *policy.Requests
+
+	timeout, maxTimeout time.Duration
 }
 
 // targets are the configured targets, ready to use: credentials from the
@@ -40,7 +53,7 @@ type targets struct {
 // keyring) and builds the targets. It also returns what the redactor must
 // know: every loaded value, and the "user:password" of Basic auth, whose
 // base64 form an echoing server would otherwise reflect unredacted.
-func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.Logger) (*targets, []Secret) {
+func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger) (*targets, []redact.Secret) {
 	if store == nil {
 		store = &secrets.Keyring{}
 	}
@@ -48,13 +61,13 @@ func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.
 	for name, err := range errs {
 		log.Warn("secret not loaded; targets that use it will fail", "secret", name, "error", err)
 	}
-	redact := make([]Secret, 0, len(values))
+	known := make([]redact.Secret, 0, len(values))
 	for name, v := range values {
-		redact = append(redact, Secret{Name: name, Value: v.Reveal()})
+		known = append(known, redact.Secret{Name: name, Value: v.Reveal()})
 	}
 	for _, e := range cfg.HTTP {
 		if v, ok := values[e.PasswordSecret]; ok && e.Auth == "basic" {
-			redact = append(redact, Secret{Name: e.PasswordSecret, Value: []byte(e.User + ":" + string(v.Reveal()))})
+			known = append(known, redact.Secret{Name: e.PasswordSecret, Value: []byte(e.User + ":" + string(v.Reveal()))})
 		}
 	}
 	tg := &targets{ssh: map[string]*sshTarget{}, http: map[string]*httpEndpoint{}}
@@ -64,7 +77,7 @@ func loadTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.
 	for name := range cfg.HTTP {
 		tg.http[name] = buildHTTPEndpoint(cfg, name, values, errs)
 	}
-	return tg, redact
+	return tg, known
 }
 
 func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[string]secrets.Value, map[string]error) {
@@ -100,9 +113,9 @@ func secretBytes(name string, values map[string]secrets.Value, errs map[string]e
 	return values[name].Reveal(), nil
 }
 
-func buildSSHTarget(cfg *Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
+func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
 	c := cfg.SSH[name]
-	st := &sshTarget{output: c.OutputLimit, stdin: c.MaxStdinBytes}
+	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes}
 	// Patterns were compiled once by Validate; this cannot fail.
 	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
 	if st.err != nil {
@@ -114,7 +127,7 @@ func buildSSHTarget(cfg *Config, name string, values map[string]secrets.Value, e
 		t := &sshexec.Target{
 			Name: name, Host: c.Host, Port: c.Port, User: c.User,
 			KnownHostsPath: c.KnownHosts, HostKey: c.HostKey,
-			MaxSessions: c.MaxSessions, Keepalive: c.Keepalive, MaxTimeout: c.MaxTimeout,
+			MaxSessions: c.MaxSessions, Keepalive: c.Keepalive,
 			StopMode: sshexec.StopMode(c.StopMode), UsePTY: c.PTY,
 		}
 		var err1, err2, err3 error
@@ -138,9 +151,9 @@ func buildSSHTarget(cfg *Config, name string, values map[string]secrets.Value, e
 	return st
 }
 
-func buildHTTPEndpoint(cfg *Config, name string, values map[string]secrets.Value, errs map[string]error) *httpEndpoint {
+func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *httpEndpoint {
 	c := cfg.HTTP[name]
-	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}}
+	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}, timeout: c.Timeout, maxTimeout: c.MaxTimeout}
 	e := &httpact.Endpoint{
 		Name: name, BaseURL: c.BaseURL, MaxRequestBody: c.MaxRequestBytes,
 		// httpact checks the normalized path, on every redirect hop too.
@@ -180,7 +193,7 @@ type TargetCheck struct {
 // address guard (with the TLS handshake for https), sending no request. The
 // errors are the ones a tool call would get, such as *sshexec.HostKeyError
 // with the presented fingerprint.
-func CheckTargets(ctx context.Context, cfg *Config, store SecretStore, log *slog.Logger, timeout time.Duration) []TargetCheck {
+func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger, timeout time.Duration) []TargetCheck {
 	tg, _ := loadTargets(ctx, cfg, store, log)
 	pool, client := sshexec.NewPool(log), httpact.NewClient(log)
 	defer pool.Close()

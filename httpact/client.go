@@ -163,9 +163,11 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 			slog.Int64("body_bytes", res.BodyBytes), slog.Duration("duration", res.Duration))
 	}()
 
-	timeout := orDefault(r.Timeout, DefaultTimeout)
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout})
-	defer cancel()
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, r.Timeout, &timeoutError{r.Timeout})
+		defer cancel()
+	}
 
 	hreq, err := http.NewRequestWithContext(ctx, out.method, out.base.String(), nil)
 	if err != nil {
@@ -208,7 +210,7 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 
 	res.HTTPStatus = resp.StatusCode
 	res.Headers = selectHeaders(resp.Header, e.ResponseHeaders)
-	n, cut, err := copyBody(body, resp.Body, orDefault(e.MaxResponseBody, DefaultMaxResponseBody))
+	n, cut, err := copyBody(body, resp.Body, e.MaxResponseBody)
 	res.BodyBytes, res.BodyCut = n, cut
 	switch {
 	case err != nil:
@@ -280,12 +282,9 @@ func (e *Endpoint) redirectPolicy(base *url.URL) func(*http.Request, []*http.Req
 	}
 }
 
-// selectHeaders returns the response headers named by patterns (default
-// DefaultResponseHeaders), keyed by lower-case name, values joined by ", ".
+// selectHeaders returns the response headers named by patterns, keyed by
+// lower-case name, values joined by ", ".
 func selectHeaders(h http.Header, patterns []string) map[string]string {
-	if len(patterns) == 0 {
-		patterns = DefaultResponseHeaders
-	}
 	out := make(map[string]string)
 	for k, vs := range h {
 		if nameMatches(patterns, k) {
@@ -299,12 +298,16 @@ func selectHeaders(h http.Header, patterns []string) map[string]string {
 // request was a sixth of a small request's CPU time.
 var copyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
-// copyBody copies at most limit bytes of r into w and reports whether r
-// had more.
+// copyBody copies at most limit bytes of r (zero: all of it) into w and
+// reports whether r had more.
 func copyBody(w io.Writer, r io.Reader, limit int64) (n int64, cut bool, err error) {
 	b := copyBufs.Get().(*[32 << 10]byte)
 	defer copyBufs.Put(b)
 	buf := b[:]
+	if limit == 0 {
+		n, err = io.CopyBuffer(w, r, buf)
+		return n, false, err
+	}
 	n, err = io.CopyBuffer(w, io.LimitReader(r, limit), buf)
 	if err != nil || n < limit {
 		return n, false, err

@@ -32,7 +32,9 @@ func testEndpoint(srv *httptest.Server, auth Auth) *Endpoint {
 		BaseURL:      srv.URL + "/api",
 		Auth:         auth,
 		AllowPrivate: true,
-		Retry:        RetryPolicy{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		Retry:        RetryPolicy{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		// What the gateway's configuration returns unless told otherwise.
+		ResponseHeaders: []string{"Content-Type", "Content-Length", "Location", "Retry-After", "ETag", "X-Request-Id", "Request-Id"},
 	}
 }
 

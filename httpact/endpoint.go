@@ -10,19 +10,6 @@ import (
 	"time"
 )
 
-// Defaults used where an Endpoint field is zero.
-const (
-	DefaultTimeout         = 30 * time.Second
-	DefaultMaxRequestBody  = 1 << 20
-	DefaultMaxResponseBody = 64 << 20
-)
-
-// DefaultResponseHeaders are returned when Endpoint.ResponseHeaders is empty.
-var DefaultResponseHeaders = []string{
-	"content-type", "content-length", "location", "retry-after", "etag",
-	"x-request-id", "request-id",
-}
-
 // Redirect policies for Endpoint.FollowRedirects.
 const (
 	RedirectsNone       = "none"
@@ -48,12 +35,11 @@ type Endpoint struct {
 	// as is; a refused hop's 3xx goes back to the agent. Nil permits every
 	// method and path under the base.
 	Allow func(method, path string) error
-	// MaxRequestBody caps Request.Body; zero means DefaultMaxRequestBody.
+	// MaxRequestBody caps Request.Body; zero means no limit.
 	MaxRequestBody int64
 	// MaxResponseBody is how many response body bytes are read (the
 	// caller's retention budget plus its drain cap); past it the request is
-	// abandoned and the result says the body was cut. Zero means
-	// DefaultMaxResponseBody.
+	// abandoned and the result says the body was cut. Zero means no limit.
 	MaxResponseBody int64
 	// Auth is injected into each request.
 	Auth Auth
@@ -73,7 +59,7 @@ type Endpoint struct {
 	// refused.
 	HeaderAllow, HeaderDeny []string
 	// ResponseHeaders selects the response headers returned, in the same
-	// form as HeaderAllow; empty means DefaultResponseHeaders.
+	// form as HeaderAllow; empty returns none.
 	ResponseHeaders []string
 	// Retry is the retry policy.
 	Retry RetryPolicy
@@ -85,7 +71,7 @@ type Endpoint struct {
 // PUT, DELETE, or any request with an Idempotency-Key header) are retried,
 // on connection errors, 429 and 5xx except 501.
 type RetryPolicy struct {
-	// MaxAttempts counts the first attempt; zero means 3, 1 disables retries.
+	// MaxAttempts counts the first attempt; zero or 1 disables retries.
 	MaxAttempts int
 	// WaitMin and WaitMax bound the exponential backoff; zero means 200ms
 	// and 5s.
@@ -93,6 +79,16 @@ type RetryPolicy struct {
 	// RetryAfterMax caps a server's Retry-After; zero means 30s.
 	RetryAfterMax time.Duration
 }
+
+// alwaysForbidden are request headers the agent can never set: credentials,
+// routing, and message framing that could smuggle a second request.
+var alwaysForbidden = []string{
+	"Authorization", "Cookie", "Cookie2", "Host", "Proxy-*",
+	"Connection", "Content-Length", "Transfer-Encoding", "TE", "Trailer",
+	"Upgrade", "Keep-Alive", "Expect",
+}
+
+func agentForbidden(name string) bool { return nameMatches(alwaysForbidden, name) }
 
 // Auth kinds.
 const (
@@ -119,18 +115,6 @@ type Auth struct {
 
 func (a Auth) String() string   { return "httpact.Auth{Kind:" + strconv.Quote(a.Kind) + "}" }
 func (a Auth) GoString() string { return a.String() }
-
-// EndpointError reports an invalid endpoint field. It never holds a secret
-// value.
-type EndpointError struct {
-	Endpoint string
-	Field    string // the config key: base_url, methods, paths, auth, ...
-	Reason   string
-}
-
-func (e *EndpointError) Error() string {
-	return fmt.Sprintf("endpoint %q: %s: %s", e.Endpoint, e.Field, e.Reason)
-}
 
 // Validate checks the configured fields of e. It does not look at secret
 // values, which may not be loaded yet; Client.Do checks those. It returns an
@@ -283,36 +267,4 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// nameMatches reports whether the header name matches one of patterns
-// (case-insensitive, a trailing "*" matching a prefix).
-func nameMatches(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok {
-			if len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
-				return true
-			}
-		} else if strings.EqualFold(p, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// validToken reports whether s is an RFC 9110 token (header or method name).
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -32,8 +32,9 @@ func ExampleClient_Do() {
 			}
 			return nil
 		},
-		Auth:         httpact.Auth{Kind: httpact.AuthBearer, Token: []byte("from-the-keyring")},
-		AllowPrivate: true, // the test server is on loopback
+		Auth:            httpact.Auth{Kind: httpact.AuthBearer, Token: []byte("from-the-keyring")},
+		AllowPrivate:    true, // the test server is on loopback
+		ResponseHeaders: []string{"Content-Type"},
 	}
 	var body bytes.Buffer
 	res, err := c.Do(context.Background(), e, httpact.Request{

@@ -92,6 +92,9 @@ func TestRetries(t *testing.T) {
 			c, logs := newTestClient(t)
 			e := testEndpoint(srv, bearer())
 			e.Retry = tt.retry
+			if e.Retry.MaxAttempts == 0 {
+				e.Retry.MaxAttempts = 3 // the configured default
+			}
 			e.Retry.WaitMin, e.Retry.WaitMax = time.Millisecond, 5*time.Millisecond
 			var body bytes.Buffer
 			start := time.Now()

@@ -143,7 +143,8 @@ func TestNginx(t *testing.T) {
 	e := &Endpoint{
 		Name: "nginx", BaseURL: base + "/api",
 		Auth: bearer(), AllowPrivate: true, FollowRedirects: RedirectsSameOrigin,
-		Retry: RetryPolicy{MaxAttempts: 2},
+		Retry:           RetryPolicy{MaxAttempts: 2},
+		ResponseHeaders: []string{"Content-Type", "Content-Length", "Location", "X-Request-Id"},
 	}
 	do := func(t *testing.T, req Request, w io.Writer) *Result {
 		t.Helper()

@@ -182,10 +182,4 @@ func hasScheme(s string) bool {
 	return false
 }
 
-func isControl(c byte) bool { return c < 0x20 || c == 0x7f }
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
 func pathError(reason string) error { return &RequestError{Field: "path", Reason: reason} }

@@ -25,34 +25,14 @@ type Request struct {
 	// application/json unless Headers set one.
 	JSON bool
 	// Timeout bounds the whole request, retries and body included; the
-	// gateway decides it (policy.Timeout). Zero means DefaultTimeout.
+	// gateway decides it (policy.Timeout). Zero means none but the
+	// context's.
 	Timeout time.Duration
 }
-
-// RequestError reports a request refused before anything was sent: a path
-// that escapes the base, a forbidden header, a control character, a method
-// or path the endpoint does not allow. Its message never contains a header
-// or query value.
-type RequestError struct {
-	Field  string // method, path, query, headers or body
-	Reason string
-}
-
-func (e *RequestError) Error() string { return e.Field + ": " + e.Reason }
 
 // userAgent is sent unless the agent sets its own; some APIs refuse
 // requests without one.
 const userAgent = "actiongw"
-
-// alwaysForbidden are request headers the agent can never set: credentials,
-// routing, and message framing that could smuggle a second request.
-var alwaysForbidden = []string{
-	"Authorization", "Cookie", "Cookie2", "Host", "Proxy-*",
-	"Connection", "Content-Length", "Transfer-Encoding", "TE", "Trailer",
-	"Upgrade", "Keep-Alive", "Expect",
-}
-
-func agentForbidden(name string) bool { return nameMatches(alwaysForbidden, name) }
 
 // outgoing is a checked request ready to send.
 type outgoing struct {
@@ -102,8 +82,8 @@ func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
 		return nil, err
 	}
 
-	if n := int64(len(r.Body)); n > orDefault(e.MaxRequestBody, DefaultMaxRequestBody) {
-		return nil, &RequestError{Field: "body", Reason: fmt.Sprintf("is %d bytes, over this endpoint's limit of %d", n, orDefault(e.MaxRequestBody, DefaultMaxRequestBody))}
+	if n := int64(len(r.Body)); e.MaxRequestBody > 0 && n > e.MaxRequestBody {
+		return nil, &RequestError{Field: "body", Reason: fmt.Sprintf("is %d bytes, over this endpoint's limit of %d", n, e.MaxRequestBody)}
 	}
 	if r.JSON {
 		if !json.Valid(r.Body) {
@@ -188,13 +168,4 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		h.Set(e.Auth.Header, string(e.Auth.Token))
 	}
 	return h, nil
-}
-
-func hasControl[T string | []byte](s T) bool {
-	for i := 0; i < len(s); i++ {
-		if isControl(s[i]) {
-			return true
-		}
-	}
-	return false
 }

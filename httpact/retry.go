@@ -13,7 +13,6 @@ import (
 )
 
 const (
-	defaultMaxAttempts   = 3
 	defaultWaitMin       = 200 * time.Millisecond
 	defaultWaitMax       = 5 * time.Second
 	defaultRetryAfterMax = 30 * time.Second
@@ -30,7 +29,7 @@ type retrier struct {
 }
 
 func newRetrier(p RetryPolicy, method string, h http.Header) *retrier {
-	p.MaxAttempts = orDefault(p.MaxAttempts, defaultMaxAttempts)
+	p.MaxAttempts = max(p.MaxAttempts, 1)
 	p.WaitMin = orDefault(p.WaitMin, defaultWaitMin)
 	p.WaitMax = max(orDefault(p.WaitMax, defaultWaitMax), p.WaitMin)
 	p.RetryAfterMax = orDefault(p.RetryAfterMax, defaultRetryAfterMax)

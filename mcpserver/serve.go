@@ -11,14 +11,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/mcpserver/internal/wire"
 )
 
 // Options configures one MCP session.
 type Options struct {
 	// Config gives the targets list_targets shows and the wire limit
-	// (Server.MaxFrameBytes). Nil means gateway.Default().
-	Config *gateway.Config
+	// (Server.MaxFrameBytes). Nil means config.Default().
+	Config *config.Config
 	// Logger receives the transport's and the tools' logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported to the host and by the health tool.
@@ -41,16 +42,13 @@ type Options struct {
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	cfg := opts.Config
 	if cfg == nil {
-		cfg = gateway.Default()
+		cfg = config.Default()
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	limit := cfg.Server.MaxFrameBytes
-	if limit <= 0 {
-		limit = gateway.DefaultMaxFrameBytes
-	}
 	env := &toolEnv{
 		cfg:     cfg,
 		log:     log,

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
-
-	"github.com/actiongw/actiongw/gateway"
 )
 
 // bigTool adds a tool whose result is larger than any pipe buffer, so a
@@ -44,7 +43,7 @@ func startServe(t *testing.T, ctx context.Context) (hostIn *os.File, hostOut *bu
 	}
 	done = make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, inR, outW, Options{Config: gateway.Default(), Version: "test"})
+		done <- Serve(ctx, inR, outW, Options{Config: config.Default(), Version: "test"})
 	}()
 	t.Cleanup(func() {
 		inW.Close()

@@ -11,12 +11,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/mcpserver/internal/wire"
 )
 
 // toolEnv is what tool handlers share within one session.
 type toolEnv struct {
-	cfg     *gateway.Config
+	cfg     *config.Config
 	log     *slog.Logger
 	version string
 	start   time.Time
@@ -88,11 +89,7 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 	}
 	for _, name := range sortedNames(env.cfg.HTTP) {
 		e := env.cfg.HTTP[name]
-		methods := e.Methods
-		if len(methods) == 0 {
-			methods = []string{"GET"}
-		}
-		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: methods})
+		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods})
 	}
 	return textResult("%d SSH targets and %d HTTP endpoints are configured; name one in ssh_exec (target) or http_request (endpoint).",
 		len(out.SSH), len(out.HTTP)), out, nil

@@ -21,8 +21,9 @@ func ExamplePool_Run() {
 	key := []byte("-----BEGIN OPENSSH PRIVATE KEY-----\n…") // from the keyring
 	web1 := &sshexec.Target{
 		Name: "web1", Host: "web1.example.com", User: "deploy",
-		Auth:       sshexec.Auth{PrivateKey: key},
-		MaxTimeout: 10 * time.Minute,
+		Auth:        sshexec.Auth{PrivateKey: key},
+		MaxSessions: 10, // sshd's MaxSessions
+		Keepalive:   15 * time.Second,
 	}
 
 	// MCP cancellation arrives as a cancelled context with a cause.
@@ -36,7 +37,6 @@ func ExamplePool_Run() {
 		OutputLimit: 64 << 20,
 		Stdout:      &stdout,
 		Stderr:      &stderr,
-		Progress:    func(n int64, elapsed time.Duration) { /* MCP progress notification */ },
 	})
 	var hostKey *sshexec.HostKeyError
 	switch {

@@ -27,6 +27,8 @@ func target(s *sshtest.Server) *Target {
 		User:           s.User,
 		KnownHostsPath: s.KnownHosts,
 		Auth:           Auth{PrivateKey: s.ClientKey},
+		MaxSessions:    10,
+		Keepalive:      15 * time.Second,
 	}
 }
 

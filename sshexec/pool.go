@@ -197,7 +197,7 @@ func (p *Pool) newConn(t *Target, client *ssh.Client) *conn {
 		target: t, client: client, pool: p,
 		logger: p.logger.With("target", t.Name),
 		done:   make(chan struct{}),
-		limit:  t.maxSessions(),
+		limit:  t.MaxSessions,
 		freed:  make(chan struct{}),
 
 		lastUsed: time.Now(),

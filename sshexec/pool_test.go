@@ -40,7 +40,7 @@ func TestMaxSessions(t *testing.T) {
 		maxSessions int
 	}{
 		{"configured", 2},
-		{"learned from refusals", 0}, // the default, 10, is more than the server allows
+		{"learned from refusals", 10}, // OpenSSH's default, more than the server allows
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := target(s)

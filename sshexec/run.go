@@ -20,8 +20,8 @@ type Request struct {
 	// Stdin is sent to the command, followed by end of file; nil sends end
 	// of file at once.
 	Stdin []byte
-	// Timeout bounds the whole call, connecting included; zero means the
-	// target's MaxTimeout, and a timeout above MaxTimeout is capped to it.
+	// Timeout bounds the whole call, connecting included; zero means none
+	// but the context's.
 	Timeout time.Duration
 	// OutputLimit is the number of stdout plus stderr bytes after which the
 	// command is stopped and the rest is dropped; zero means no limit.
@@ -31,9 +31,6 @@ type Request struct {
 	// streams are drained through them until the session ends. An error
 	// from a writer does not stop the draining.
 	Stdout, Stderr io.Writer
-	// Progress, when set, is called from Run's goroutine at most four times
-	// a second with the stdout plus stderr bytes received so far.
-	Progress func(bytes int64, elapsed time.Duration)
 }
 
 // Status is how a run ended.
@@ -83,8 +80,6 @@ func (e *OutputLimitError) Error() string {
 	return fmt.Sprintf("output limit of %d bytes exceeded", e.Limit)
 }
 
-const progressInterval = 250 * time.Millisecond
-
 // Run runs req.Command on t, writing its output to req.Stdout and
 // req.Stderr until the session ends, and returns how it ended.
 //
@@ -105,7 +100,7 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if d := effectiveTimeout(req.Timeout, t.MaxTimeout); d > 0 {
+	if d := req.Timeout; d > 0 {
 		var stop context.CancelFunc
 		ctx, stop = context.WithTimeoutCause(ctx, d, &TimeoutError{d})
 		defer stop()
@@ -131,13 +126,6 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 		res.Duration = time.Since(start)
 	}
 	return res, err
-}
-
-func effectiveTimeout(req, limit time.Duration) time.Duration {
-	if req <= 0 || (limit > 0 && req > limit) {
-		return limit
-	}
-	return req
 }
 
 func stopStatus(cause error) Status {
@@ -231,16 +219,15 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	if err != nil {
 		ch.Close()
 		<-r.s.done
+		if ctx.Err() != nil {
+			// Stopped before it started: nothing runs to be stopped.
+			cause := context.Cause(ctx)
+			return &Result{Status: stopStatus(cause), Reason: cause.Error()}, nil
+		}
 		return nil, fmt.Errorf("target %q: %w", r.target.Name, err)
 	}
 	res.ConnectDuration = time.Since(r.start)
 
-	var tick <-chan time.Time
-	if r.req.Progress != nil {
-		t := time.NewTicker(progressInterval)
-		defer t.Stop()
-		tick = t.C
-	}
 	var cause error
 wait:
 	for {
@@ -255,8 +242,6 @@ wait:
 			stopped := r.stop()
 			res.RemoteStopped = &stopped
 			break wait
-		case <-tick:
-			r.req.Progress(r.total.Load(), time.Since(r.start))
 		}
 	}
 
@@ -337,9 +322,6 @@ func (m *meter) err() error {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// pgidMarker starts the line that the wrapper writes before the command.
-const pgidMarker = "\x1eactiongw-pgid "
 
 // wrap prefixes command with a line that reports the process group of the
 // remote shell. sshd makes that shell a session leader (setsid), so its pid

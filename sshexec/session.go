@@ -31,6 +31,9 @@ type session struct {
 	pgidDecided chan struct{} // closed when pgid is known, or known to be missing
 }
 
+// pgidMarker starts the line that the wrapper writes before the command.
+const pgidMarker = "\x1eactiongw-pgid "
+
 // maxMarkerScan is how much of the marker stream is held back while looking
 // for the wrapper's line: shell start-up files may print before it.
 const maxMarkerScan = 4096

@@ -62,12 +62,10 @@ func TestDrainLarge(t *testing.T) {
 	before := rssBytes()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var progress atomic.Int64
 	res, err := p.Run(ctx, target(s), Request{
-		Command:  fmt.Sprintf("echo start >&2; head -c %d /dev/zero; echo end >&2", size),
-		Stdout:   &stdout,
-		Stderr:   &stderr,
-		Progress: func(n int64, _ time.Duration) { progress.Add(1) },
+		Command: fmt.Sprintf("echo start >&2; head -c %d /dev/zero; echo end >&2", size),
+		Stdout:  &stdout,
+		Stderr:  &stderr,
 	})
 	close(stopSampling)
 	wg.Wait()
@@ -85,9 +83,6 @@ func TestDrainLarge(t *testing.T) {
 	}
 	if got := stderr.String(); got != "start\nend\n" {
 		t.Errorf("stderr: got %q; want start and end", got)
-	}
-	if n := progress.Load(); n == 0 || float64(n) > res.Duration.Seconds()*4+2 {
-		t.Errorf("progress calls: got %d in %v; want some, at most 4 a second", n, res.Duration)
 	}
 	const bound = 64 << 20
 	if grow := int64(peak.Load()) - int64(before); grow > bound {
@@ -158,15 +153,12 @@ func TestStdinAndTimeout(t *testing.T) {
 		t.Errorf("unread stdin: got %+v, %v; want exited", res, err)
 	}
 
-	tg.MaxTimeout = 500 * time.Millisecond
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
 		want    time.Duration
 	}{
-		{"target maximum caps the request", time.Hour, 500 * time.Millisecond},
-		{"request below the maximum", 200 * time.Millisecond, 200 * time.Millisecond},
-		{"no request timeout uses the maximum", 0, 500 * time.Millisecond},
+		{"request timeout", 200 * time.Millisecond, 200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := p.Run(ctx, tg, Request{Command: "sleep 1000", Timeout: tc.timeout})

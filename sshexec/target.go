@@ -35,18 +35,16 @@ type Target struct {
 	// Auth holds the credentials.
 	Auth Auth
 	// MaxSessions is the number of sessions the server allows on one
-	// connection (sshd's MaxSessions); zero means OpenSSH's default, 10. One
-	// of them is kept free for stopping commands when it is more than one,
-	// and a lower limit enforced by the server is learned on the way.
+	// connection (sshd's MaxSessions); it must be at least 1. One of them is
+	// kept free for stopping commands when it is more than one, and a lower
+	// limit enforced by the server is learned on the way.
 	MaxSessions int
 	// Keepalive is the interval between keepalive requests on an idle or
 	// busy connection, and the time allowed for a reply, for a session to
 	// open and for a command to start; zero means 15s. A connection that
-	// misses it is closed and redialled by the next call.
+	// misses it is closed and redialled by the next call. It must be
+	// positive.
 	Keepalive time.Duration
-	// MaxTimeout caps Request.Timeout and is the timeout when the request
-	// has none; zero means no cap.
-	MaxTimeout time.Duration
 	// StopMode selects how a command is stopped; zero means StopSignal.
 	StopMode StopMode
 	// StopGrace is how long each stage of a stop waits for the command to
@@ -117,11 +115,9 @@ func (a Auth) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
 var ErrNoCredential = errors.New("no credential configured")
 
 const (
-	defaultPort        = 22
-	defaultMaxSessions = 10 // OpenSSH's MaxSessions default
-	defaultKeepalive   = 15 * time.Second
-	defaultStopGrace   = time.Second
-	maxJumpDepth       = 8
+	defaultPort      = 22
+	defaultStopGrace = time.Second
+	maxJumpDepth     = 8
 )
 
 func (t *Target) addr() string {
@@ -132,25 +128,13 @@ func (t *Target) addr() string {
 	return net.JoinHostPort(t.Host, strconv.Itoa(port))
 }
 
-func (t *Target) keepalive() time.Duration {
-	if t.Keepalive > 0 {
-		return t.Keepalive
-	}
-	return defaultKeepalive
-}
+func (t *Target) keepalive() time.Duration { return t.Keepalive }
 
 func (t *Target) stopGrace() time.Duration {
 	if t.StopGrace > 0 {
 		return t.StopGrace
 	}
 	return defaultStopGrace
-}
-
-func (t *Target) maxSessions() int {
-	if t.MaxSessions > 0 {
-		return t.MaxSessions
-	}
-	return defaultMaxSessions
 }
 
 // poolKey identifies the connection a target can share: the same name,
@@ -174,6 +158,10 @@ func (t *Target) validate() error {
 			return fmt.Errorf("target %q: host is empty", cur.Name)
 		case cur.User == "":
 			return fmt.Errorf("target %q: user is empty", cur.Name)
+		case cur.MaxSessions < 1:
+			return fmt.Errorf("target %q: max sessions %d: want at least 1", cur.Name, cur.MaxSessions)
+		case cur.Keepalive <= 0:
+			return fmt.Errorf("target %q: keepalive %v: want a positive interval", cur.Name, cur.Keepalive)
 		case cur.Port < 0 || cur.Port > 65535:
 			return fmt.Errorf("target %q: port %d out of range", cur.Name, cur.Port)
 		case cur.StopMode != "" && cur.StopMode != StopSignal && cur.StopMode != StopWrapper:

@@ -36,7 +36,7 @@ func TestAuthNeverPrints(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	ok := func() *Target {
-		return &Target{Name: "t", Host: "h", User: "u", Auth: Auth{Password: []byte("x")}}
+		return &Target{Name: "t", Host: "h", User: "u", Auth: Auth{Password: []byte("x")}, MaxSessions: 10, Keepalive: time.Second}
 	}
 	loop := ok()
 	loop.Jump = loop
@@ -52,7 +52,11 @@ func TestValidate(t *testing.T) {
 		{"bad stop mode", func(t *Target) { t.StopMode = "nice" }, "stop mode"},
 		{"bad pin", func(t *Target) { t.HostKey = "MD5:aa" }, "host_key"},
 		{"no credential", func(t *Target) { t.Auth = Auth{} }, "no credential"},
-		{"jump without credential", func(t *Target) { t.Jump = &Target{Name: "j", Host: "j", User: "u"} }, `"j": no credential`},
+		{"no sessions", func(t *Target) { t.MaxSessions = 0 }, "max sessions 0"},
+		{"no keepalive", func(t *Target) { t.Keepalive = 0 }, "keepalive"},
+		{"jump without credential", func(t *Target) {
+			t.Jump = &Target{Name: "j", Host: "j", User: "u", MaxSessions: 1, Keepalive: time.Second}
+		}, `"j": no credential`},
 		{"jump loop", func(t *Target) { t.Jump = loop }, "jump chain"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,15 +69,3 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestEffectiveTimeout(t *testing.T) {
-	for _, tc := range []struct{ req, limit, want int }{
-		{0, 0, 0}, {5, 0, 5}, {0, 7, 7}, {5, 7, 5}, {9, 7, 7},
-	} {
-		if got := effectiveTimeout(secs(tc.req), secs(tc.limit)); got != secs(tc.want) {
-			t.Errorf("effectiveTimeout(%d, %d): got %v; want %ds", tc.req, tc.limit, got, tc.want)
-		}
-	}
-}
-
-func secs(n int) time.Duration { return time.Duration(n) * time.Second }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
 )
 
 func (c *cli) audit(ctx context.Context, args []string) error {
@@ -32,8 +32,8 @@ func (c *cli) auditVerify(args []string) error {
 	if err != nil {
 		return err
 	}
-	path := gateway.AuditPath(cfg)
-	n, err := gateway.VerifyAudit(path)
+	path := audit.Path(cfg.Server.StateDir)
+	n, err := audit.Verify(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -49,7 +49,7 @@ func (c *cli) auditTail(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(gateway.AuditPath(cfg))
+	f, err := os.Open(audit.Path(cfg.Server.StateDir))
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (c *cli) auditTail(ctx context.Context, args []string) error {
 
 // formatAuditLine renders one record on one readable line.
 func formatAuditLine(line string) string {
-	var r gateway.AuditRecord
+	var r audit.Record
 	if err := json.Unmarshal([]byte(line), &r); err != nil {
 		return "(unreadable record) " + strings.TrimSpace(line)
 	}

@@ -11,25 +11,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
 )
 
 // auditFixture writes a config whose state dir holds an audit log of n
 // records, and returns the config path and the log.
-func auditFixture(t *testing.T, n int) (string, *gateway.AuditLog) {
+func auditFixture(t *testing.T, n int) (string, *audit.Log) {
 	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("[server]\nstate_dir = %q\n", dir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := gateway.OpenAudit(filepath.Join(dir, "audit.jsonl"), func(s string) string { return s })
+	a, err := audit.Open(filepath.Join(dir, "audit.jsonl"), func(s string) string { return s })
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
 	for i := range n {
-		if err := a.Append(&gateway.AuditRecord{Kind: "intent", Handle: fmt.Sprintf("h%d", i), Tool: "ssh_exec", Target: "web1", Command: "uptime"}); err != nil {
+		if err := a.Append(&audit.Record{Kind: "intent", Handle: fmt.Sprintf("h%d", i), Tool: "ssh_exec", Target: "web1", Command: "uptime"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,7 +73,7 @@ func TestAuditTailCommand(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	time.Sleep(300 * time.Millisecond)
-	if err := a.Append(&gateway.AuditRecord{Kind: "outcome", Handle: "h9", Tool: "ssh_exec", Target: "web1", Status: "exited"}); err != nil {
+	if err := a.Append(&audit.Record{Kind: "outcome", Handle: "h9", Tool: "ssh_exec", Target: "web1", Status: "exited"}); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan string, 1)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -48,7 +49,7 @@ type checkRow struct {
 // checkRows checks every referenced secret, then every target as a call
 // would use it: SSH targets are dialled, their host keys verified and the
 // login tried.
-func (c *cli) checkRows(ctx context.Context, cfg *gateway.Config) []checkRow {
+func (c *cli) checkRows(ctx context.Context, cfg *config.Config) []checkRow {
 	var rows []checkRow
 	kr := c.keyring()
 	names := cfg.SecretNames()

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/proc"
 )
 
@@ -85,7 +87,7 @@ func TestServeFaultSpoolFull(t *testing.T) {
 		t.Errorf("spool_error %q, text %q; want the full disk reported", out.Stdout.SpoolError, resultText(res))
 	}
 	page := s.call(t, "read_output", map[string]any{"handle": out.Handle, "stream": "stdout", "offset": 3_000_000})
-	if p := decode[gateway.Page](t, page); len(p.Missing) == 0 {
+	if p := decode[output.Page](t, page); len(p.Missing) == 0 {
 		t.Errorf("read_output past what the full spool kept: %s; want the range reported missing", resultText(page))
 	}
 	s.promptly(t)
@@ -98,31 +100,31 @@ func TestServeFaultAuditReadOnly(t *testing.T) {
 	}
 	s := startServed(t, "signal")
 	s.promptly(t) // the audit log exists now
-	audit := filepath.Join(s.state, "audit.jsonl")
-	if out, err := exec.Command("chattr", "+i", audit).CombinedOutput(); err != nil {
+	auditFile := filepath.Join(s.state, "audit.jsonl")
+	if out, err := exec.Command("chattr", "+i", auditFile).CombinedOutput(); err != nil {
 		t.Skipf("chattr +i: %v %s (filesystem without immutable files)", err, out)
 	}
-	t.Cleanup(func() { exec.Command("chattr", "-i", audit).Run() })
-	before, _ := os.ReadFile(audit)
+	t.Cleanup(func() { exec.Command("chattr", "-i", auditFile).Run() })
+	before, _ := os.ReadFile(auditFile)
 
 	marker := filepath.Join("/tmp", "actiongw-audit-"+randomHex(t, 6))
 	t.Cleanup(func() { os.Remove(marker) })
 	res := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "touch " + marker})
-	if !res.IsError || !strings.Contains(resultText(res), "refusing to run the action") {
+	if !res.IsError || !strings.Contains(resultText(res), "the action did not run") {
 		t.Errorf("action with an unwritable audit log: %s; want it refused", resultText(res))
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the refused command ran anyway")
 	}
-	if after, _ := os.ReadFile(audit); string(after) != string(before) {
+	if after, _ := os.ReadFile(auditFile); string(after) != string(before) {
 		t.Errorf("the audit log changed under a failed write")
 	}
 
-	if out, err := exec.Command("chattr", "-i", audit).CombinedOutput(); err != nil {
+	if out, err := exec.Command("chattr", "-i", auditFile).CombinedOutput(); err != nil {
 		t.Fatalf("chattr -i: %v %s", err, out)
 	}
 	s.promptly(t)
-	if _, err := gateway.VerifyAudit(audit); err != nil {
+	if _, err := audit.Verify(auditFile); err != nil {
 		t.Errorf("audit chain after the fault: %v", err)
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 )
 
 // TestServeLoad sends 200 concurrent ssh_exec and 500 concurrent
@@ -61,8 +62,8 @@ func TestServeLoad(t *testing.T) {
 			default:
 				var out struct {
 					Handle string
-					Stdout gateway.StreamSummary
-					Body   gateway.StreamSummary
+					Stdout output.Stream
+					Body   output.Stream
 				}
 				b, _ := json.Marshal(res.StructuredContent)
 				json.Unmarshal(b, &out)
@@ -84,13 +85,13 @@ func TestServeLoad(t *testing.T) {
 	}
 
 	path := filepath.Join(s.state, "audit.jsonl")
-	if _, err := gateway.VerifyAudit(path); err != nil {
+	if _, err := audit.Verify(path); err != nil {
 		t.Fatalf("audit chain: %v", err)
 	}
 	data, _ := os.ReadFile(path)
 	kinds := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var r gateway.AuditRecord
+		var r audit.Record
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -121,7 +121,7 @@ func configFlag(fs *flag.FlagSet) *string {
 
 // parseConfig adds -config to fs, parses args (no positional ones) and
 // loads the config it names, as the commands that only read it do.
-func (c *cli) parseConfig(fs *flag.FlagSet, args []string) (*gateway.Config, error) {
+func (c *cli) parseConfig(fs *flag.FlagSet, args []string) (*config.Config, error) {
 	configPath := configFlag(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return nil, err
@@ -144,11 +144,11 @@ func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 }
 
 // loadConfig loads the config at path, or at the default lookup path.
-func (c *cli) loadConfig(path string) (*gateway.Config, error) {
+func (c *cli) loadConfig(path string) (*config.Config, error) {
 	if path == "" {
-		path = gateway.DefaultConfigPath(c.getenv)
+		path = config.DefaultPath(c.getenv)
 	}
-	cfg, err := gateway.LoadConfig(path)
+	cfg, err := config.Load(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no config at %s (create one from config.example.toml, or pass -config PATH)", path)
 	}

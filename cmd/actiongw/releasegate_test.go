@@ -25,7 +25,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/mcpserver"
@@ -460,17 +461,17 @@ func (h *transportHost) strayStdout(t *testing.T) {
 // actionResult is what the gate checks of an ssh_exec or http_request
 // result.
 type actionResult struct {
-	Status   string                `json:"status"`
-	ExitCode *int                  `json:"exit_code"`
-	Handle   string                `json:"handle"`
-	Stdout   gateway.StreamSummary `json:"stdout"`
-	Stderr   gateway.StreamSummary `json:"stderr"`
-	Body     gateway.StreamSummary `json:"body"`
+	Status   string        `json:"status"`
+	ExitCode *int          `json:"exit_code"`
+	Handle   string        `json:"handle"`
+	Stdout   output.Stream `json:"stdout"`
+	Stderr   output.Stream `json:"stderr"`
+	Body     output.Stream `json:"body"`
 }
 
 // stream is the summary of the stream called name.
-func (a actionResult) stream(name string) gateway.StreamSummary {
-	return map[string]gateway.StreamSummary{"stdout": a.Stdout, "stderr": a.Stderr, "body": a.Body}[name]
+func (a actionResult) stream(name string) output.Stream {
+	return map[string]output.Stream{"stdout": a.Stdout, "stderr": a.Stderr, "body": a.Body}[name]
 }
 
 func decodeInto(t *testing.T, r *mcp.CallToolResult, v any) {
@@ -538,7 +539,7 @@ func (g *gateServed) callSized(t *testing.T, name string, args map[string]any) (
 
 // checkExact asserts that a stream summary counts want exactly and that its
 // previews are valid UTF-8 taken from it.
-func checkExact(t *testing.T, name string, got gateway.StreamSummary, want []byte) {
+func checkExact(t *testing.T, name string, got output.Stream, want []byte) {
 	t.Helper()
 	sum := sha256.Sum256(want)
 	lines := int64(bytes.Count(want, []byte("\n")))
@@ -577,7 +578,7 @@ func (g *gateServed) contentLimit(t *testing.T) {
 	// server counts a 256-byte id where the host's is a few digits.
 	const n0 = 34000 // over head_bytes, so the preview is head and tail as below
 	_, f0 := g.callSized(t, "ssh_exec", boxArgs(letters(n0)))
-	room := gateResultBytes - f0 - gateway.EnvelopeIDBytes
+	room := gateResultBytes - f0 - output.EnvelopeIDBytes
 	under, over := n0+room-48, n0+room+48
 	t.Run("just under", func(t *testing.T) {
 		r, size := g.callSized(t, "ssh_exec", boxArgs(letters(under)))
@@ -586,7 +587,7 @@ func (g *gateServed) contentLimit(t *testing.T) {
 		if out.Stdout.Truncated {
 			t.Errorf("a result just under the limit was truncated (frame %d bytes)", size)
 		}
-		if size < gateResultBytes-gateway.EnvelopeIDBytes-256 {
+		if size < gateResultBytes-output.EnvelopeIDBytes-256 {
 			t.Errorf("frame %d bytes; the calibration missed \"just under\" %d", size, gateResultBytes)
 		}
 		t.Logf("%d bytes of output: frame %d bytes, complete", under, size)
@@ -631,7 +632,7 @@ func (g *gateServed) contentLimit(t *testing.T) {
 				}
 				// Paging and searching the rest fit the limit too.
 				r, _ = g.callSized(t, "read_output", map[string]any{"handle": out.Handle, "stream": "stdout", "offset": 1000, "limit": 10 << 20})
-				if p := decode[gateway.Page](t, r); len(p.Data) == 0 || p.Offset != 1000 || p.NextOffset != p.Offset+int64(len(p.Data)) {
+				if p := decode[output.Page](t, r); len(p.Data) == 0 || p.Offset != 1000 || p.NextOffset != p.Offset+int64(len(p.Data)) {
 					t.Errorf("read_output: %d bytes at %d, next %d", len(p.Data), p.Offset, p.NextOffset)
 				}
 				g.callSized(t, "search_output", map[string]any{"handle": out.Handle, "stream": "stdout", "pattern": ".", "max_matches": 100000})
@@ -854,10 +855,10 @@ func (g *gateServed) cancel(t *testing.T, p *mcphost.Pending) {
 
 // audit returns the intent and outcome records of the call whose command
 // or path is key; zero records when there are none (yet).
-func (g *gateServed) audit(key string) (intent, outcome gateway.AuditRecord) {
+func (g *gateServed) audit(key string) (intent, outcome audit.Record) {
 	data, _ := os.ReadFile(filepath.Join(g.state, "audit.jsonl"))
 	for _, line := range strings.Split(string(data), "\n") {
-		var r gateway.AuditRecord
+		var r audit.Record
 		if json.Unmarshal([]byte(line), &r) != nil {
 			continue
 		}
@@ -871,9 +872,9 @@ func (g *gateServed) audit(key string) (intent, outcome gateway.AuditRecord) {
 	return intent, outcome
 }
 
-func (g *gateServed) outcome(t *testing.T, key string) gateway.AuditRecord {
+func (g *gateServed) outcome(t *testing.T, key string) audit.Record {
 	t.Helper()
-	var rec gateway.AuditRecord
+	var rec audit.Record
 	waitUntil(t, 10*time.Second, "the outcome record of "+key, func() bool {
 		_, rec = g.audit(key)
 		return rec.Kind != ""

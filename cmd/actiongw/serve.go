@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/demo"
 	"github.com/actiongw/actiongw/mcpserver"
 )
@@ -75,7 +76,7 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 
 // serveMCP serves one MCP session on stdin/stdout with a gateway over cfg
 // and store.
-func (c *cli) serveMCP(ctx context.Context, cfg *gateway.Config, store gateway.SecretStore, logger *slog.Logger) error {
+func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, store gateway.SecretStore, logger *slog.Logger) error {
 	// From here on fd 1 is stderr: a stray print cannot corrupt the stream.
 	out, err := mcpserver.TakeStdout()
 	if err != nil {

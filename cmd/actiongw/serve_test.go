@@ -25,6 +25,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
@@ -266,11 +268,11 @@ func TestServeActions(t *testing.T) {
 		t.Errorf("a large output should be truncated with a way to read the rest: %s", resultText(r))
 	}
 	r = s.call(t, "read_output", map[string]any{"handle": big.Handle, "stream": "stdout", "offset": -7})
-	if p := decode[gateway.Page](t, r); p.Data != "300000\n" || !p.EOF {
+	if p := decode[output.Page](t, r); p.Data != "300000\n" || !p.EOF {
 		t.Errorf("read_output from the end: %+v", p)
 	}
 	r = s.call(t, "search_output", map[string]any{"handle": big.Handle, "stream": "stdout", "pattern": "^29999[0-9]$", "max_matches": 2})
-	if m := decode[gateway.SearchResult](t, r); len(m.Matches) != 2 || m.Matches[0].Line != 299990 {
+	if m := decode[output.SearchResult](t, r); len(m.Matches) != 2 || m.Matches[0].Line != 299990 {
 		t.Errorf("search_output: %+v", m)
 	}
 	r = s.call(t, "read_output", map[string]any{"handle": "out_nope", "stream": "stdout"})
@@ -284,7 +286,7 @@ func TestServeActions(t *testing.T) {
 	s.client.Close()
 	s.assertNoSecret(t)
 	// Three actions ran (the refusals named no configured target).
-	if n, err := gateway.VerifyAudit(filepath.Join(s.state, "audit.jsonl")); err != nil || n != 6 {
+	if n, err := audit.Verify(filepath.Join(s.state, "audit.jsonl")); err != nil || n != 6 {
 		t.Errorf("audit log: %d records, %v; want a verified chain of 6", n, err)
 	}
 }
@@ -322,14 +324,14 @@ func waitPID(t testing.TB, path string) int {
 }
 
 // outcomeOf finds the outcome record of the action whose intent ran command.
-func outcomeOf(t testing.TB, state, command string) gateway.AuditRecord {
+func outcomeOf(t testing.TB, state, command string) audit.Record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		data, _ := os.ReadFile(filepath.Join(state, "audit.jsonl"))
 		handle := ""
 		for _, line := range strings.Split(string(data), "\n") {
-			var r gateway.AuditRecord
+			var r audit.Record
 			if json.Unmarshal([]byte(line), &r) != nil {
 				continue
 			}
@@ -343,7 +345,7 @@ func outcomeOf(t testing.TB, state, command string) gateway.AuditRecord {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("no outcome record for %q", command)
-	return gateway.AuditRecord{}
+	return audit.Record{}
 }
 
 // TestServeHeadroomNotResident: serve's GC headroom is address space, not

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -40,14 +40,14 @@ const retainBytes = 64 << 20
 type Sandbox struct {
 	// Config has SSH target SSHTarget and HTTP endpoint HTTPEndpoint, and a
 	// state directory that Close removes.
-	Config *gateway.Config
+	Config *config.Config
 	// Secrets holds the SSH client key and the API token, in this process's
 	// memory only.
-	Secrets gateway.SecretStore
+	Secrets secrets.Memory
 
 	ssh   *sshServer
 	api   *apiServer
-	store memSecrets
+	store secrets.Memory
 	state string
 
 	closeOnce sync.Once
@@ -90,7 +90,7 @@ func Start(ctx context.Context, logger *slog.Logger) (*Sandbox, error) {
 	}
 	token := make([]byte, 32)
 	rand.Read(token)
-	store := memSecrets{
+	store := secrets.Memory{
 		KeySecret:   pem.EncodeToMemory(block),
 		TokenSecret: []byte("demo_" + base64.RawURLEncoding.EncodeToString(token)),
 	}
@@ -109,10 +109,10 @@ func Start(ctx context.Context, logger *slog.Logger) (*Sandbox, error) {
 		return nil, err
 	}
 
-	cfg := gateway.Default()
+	cfg := config.Default()
 	cfg.Server.StateDir = state
 	cfg.Server.RetainHeadBytes = retainBytes
-	cfg.SSH[SSHTarget] = &gateway.SSHTarget{
+	cfg.SSH[SSHTarget] = &config.SSHTarget{
 		Description: fmt.Sprintf("this machine, as %s, through a demo SSH server inside actiongw on 127.0.0.1 (commands run with /bin/sh -c)", u.Username),
 		Host:        "127.0.0.1",
 		Port:        sb.ssh.addr().Port,
@@ -120,13 +120,14 @@ func Start(ctx context.Context, logger *slog.Logger) (*Sandbox, error) {
 		KeySecret:   KeySecret,
 		HostKey:     ssh.FingerprintSHA256(hostKey.PublicKey()),
 	}
-	cfg.HTTP[HTTPEndpoint] = &gateway.HTTPEndpoint{
+	cfg.HTTP[HTTPEndpoint] = &config.HTTPEndpoint{
 		Description:  "demo API on 127.0.0.1: GET /echo returns the request's headers, GET /slow?lines=N streams N lines",
 		BaseURL:      sb.api.url(),
 		Auth:         "bearer",
 		TokenSecret:  TokenSecret,
 		AllowPrivate: true,
 	}
+	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		sb.Close()
 		return nil, fmt.Errorf("demo: config: %w", err)
@@ -157,16 +158,3 @@ func (sb *Sandbox) Close() error {
 	})
 	return sb.closeErr
 }
-
-// memSecrets is a secret store in memory.
-type memSecrets map[string][]byte
-
-func (m memSecrets) Get(_ context.Context, name string) (secrets.Value, error) {
-	v, ok := m[name]
-	if !ok {
-		return secrets.Value{}, &secrets.NotFoundError{Name: name}
-	}
-	return secrets.NewValue(v), nil
-}
-
-var _ gateway.SecretStore = memSecrets(nil)

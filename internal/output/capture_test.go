@@ -1,4 +1,4 @@
-package gateway
+package output
 
 import (
 	"bytes"
@@ -18,9 +18,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/actiongw/actiongw/internal/proc"
+	"github.com/actiongw/actiongw/internal/redact"
 )
 
-func captureAll(t testing.TB, red *Redactor, lim CaptureLimits, in []byte, sizes []int) StreamSummary {
+func captureAll(t testing.TB, red *redact.Redactor, lim Limits, in []byte, sizes []int) Stream {
 	t.Helper()
 	c := newCapture(red, lim, nil)
 	for i := 0; len(in) > 0; i++ {
@@ -40,29 +41,29 @@ func sha(b []byte) string {
 }
 
 func TestCaptureSummary(t *testing.T) {
-	red, err := NewRedactor(map[string][]byte{"tok": []byte("hunter22")})
+	red, err := newRedactor(map[string][]byte{"tok": []byte("hunter22")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	small := CaptureLimits{HeadBytes: 8, TailBytes: 8}
+	small := Limits{HeadBytes: 8, TailBytes: 8}
 	tests := []struct {
 		name string
 		in   string
-		lim  CaptureLimits
-		want StreamSummary // SHA256 is checked against the redacted input
+		lim  Limits
+		want Stream // SHA256 is checked against the redacted input
 	}{
-		{"empty", "", small, StreamSummary{}},
-		{"short", "hi\nyo", small, StreamSummary{Bytes: 5, Lines: 2, Head: "hi\nyo"}},
-		{"final newline", "a\nb\n", small, StreamSummary{Bytes: 4, Lines: 2, Head: "a\nb\n"}},
-		{"head and tail meet", "0123456789abcdef", small, StreamSummary{Bytes: 16, Lines: 1, Head: "01234567", Tail: "89abcdef"}},
-		{"gap", "0123456789abcdefXYZ", small, StreamSummary{Bytes: 19, Lines: 1, Head: "01234567", Tail: "bcdefXYZ", Truncated: true}},
+		{"empty", "", small, Stream{}},
+		{"short", "hi\nyo", small, Stream{Bytes: 5, Lines: 2, Head: "hi\nyo"}},
+		{"final newline", "a\nb\n", small, Stream{Bytes: 4, Lines: 2, Head: "a\nb\n"}},
+		{"head and tail meet", "0123456789abcdef", small, Stream{Bytes: 16, Lines: 1, Head: "01234567", Tail: "89abcdef"}},
+		{"gap", "0123456789abcdefXYZ", small, Stream{Bytes: 19, Lines: 1, Head: "01234567", Tail: "bcdefXYZ", Truncated: true}},
 		// "€" is 3 bytes; the head cut at byte 8 falls inside the second one.
-		{"head cut in a character", "abc€€€€", small, StreamSummary{Bytes: 15, Lines: 1, Head: "abc€", Tail: "€€", Truncated: true}},
-		{"4-byte characters", "😀😀😀😀😀", CaptureLimits{HeadBytes: 6, TailBytes: 6}, StreamSummary{Bytes: 20, Lines: 1, Head: "😀", Tail: "😀", Truncated: true}},
-		{"NUL is binary", "ab\x00cd", small, StreamSummary{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
-		{"invalid UTF-8 is binary", "ab\xffcd", small, StreamSummary{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
-		{"redacted", "key=hunter22\n", CaptureLimits{HeadBytes: 64}, StreamSummary{Bytes: 19, Lines: 1, Head: "key=[REDACTED:tok]\n"}},
-		{"no previews", "abc", CaptureLimits{HeadBytes: -1, TailBytes: -1}, StreamSummary{Bytes: 3, Lines: 1, Truncated: true}},
+		{"head cut in a character", "abc€€€€", small, Stream{Bytes: 15, Lines: 1, Head: "abc€", Tail: "€€", Truncated: true}},
+		{"4-byte characters", "😀😀😀😀😀", Limits{HeadBytes: 6, TailBytes: 6}, Stream{Bytes: 20, Lines: 1, Head: "😀", Tail: "😀", Truncated: true}},
+		{"NUL is binary", "ab\x00cd", small, Stream{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
+		{"invalid UTF-8 is binary", "ab\xffcd", small, Stream{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
+		{"redacted", "key=hunter22\n", Limits{HeadBytes: 64}, Stream{Bytes: 19, Lines: 1, Head: "key=[REDACTED:tok]\n"}},
+		{"no previews", "abc", Limits{HeadBytes: -1, TailBytes: -1}, Stream{Bytes: 3, Lines: 1, Truncated: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,14 +83,14 @@ func TestCaptureSummary(t *testing.T) {
 // and the goroutine is gone after the flush.
 func TestCaptureLargeStream(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	red, err := NewRedactor(map[string][]byte{"k": []byte("secret-value-0001")})
+	red, err := newRedactor(map[string][]byte{"k": []byte("secret-value-0001")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []int{asyncHashAfter - 1, asyncHashAfter, asyncHashAfter + hashBufSize*hashBuffers*3 + 17, 9 << 20} {
 		in := textChunk(n)
 		copy(in[n/2:], "secret-value-0001")
-		got := captureAll(t, red, CaptureLimits{}, in, []int{1000, 65536, 1, 300000})
+		got := captureAll(t, red, previews, in, []int{1000, 65536, 1, 300000})
 		full := red.Redact(in)
 		if got.Bytes != int64(len(full)) || got.SHA256 != sha(full) {
 			t.Errorf("%d bytes in: got %d bytes, sha %s; want %d, %s", n, got.Bytes, got.SHA256, len(full), sha(full))
@@ -104,7 +105,7 @@ func FuzzCapture(f *testing.F) {
 	f.Add([]byte("hello\nworld\n"), []byte{3}, uint8(4), uint8(4))
 	f.Add([]byte("€😀€😀\x00€"), []byte{1, 2}, uint8(5), uint8(3))
 	f.Add([]byte("x secret1 secret1 y"), []byte{7}, uint8(200), uint8(0))
-	red, err := NewRedactor(map[string][]byte{"s": []byte("secret1")})
+	red, err := newRedactor(map[string][]byte{"s": []byte("secret1")})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func FuzzCapture(f *testing.F) {
 		if len(sizes) == 0 {
 			sizes = []int{len(in)}
 		}
-		got := captureAll(t, red, CaptureLimits{HeadBytes: int(head) - 1, TailBytes: int(tail) - 1}, in, sizes)
+		got := captureAll(t, red, Limits{HeadBytes: int(head) - 1, TailBytes: int(tail) - 1}, in, sizes)
 		full := red.Redact(in)
 		if got.Bytes != int64(len(full)) || got.SHA256 != sha(full) {
 			t.Fatalf("got %d bytes, sha %s; want %d, %s", got.Bytes, got.SHA256, len(full), sha(full))
@@ -155,16 +156,16 @@ func TestPumpHelper(t *testing.T) {
 	for i := range 10 {
 		secrets[fmt.Sprintf("k%d", i)] = []byte(fmt.Sprintf("secret-value-%04d", i))
 	}
-	red, err := NewRedactor(secrets)
+	red, err := newRedactor(secrets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := OpenSpool(os.Getenv("GATEWAY_PUMP_DIR"), SpoolOptions{})
+	sp, err := OpenSpool(os.Getenv("GATEWAY_PUMP_DIR"), testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	act := sp.Begin("bench", "local")
-	c := act.Capture("stdout", red, CaptureLimits{})
+	c := act.Capture("stdout", red, previews)
 	chunk := textChunk(32 << 10)
 	start := time.Now()
 	for sent := int64(0); sent < n; sent += int64(len(chunk)) {
@@ -272,13 +273,13 @@ func BenchmarkCapture(b *testing.B) {
 		})
 	})
 	for _, n := range []int{0, 10, 100} {
-		red, err := NewRedactor(benchSecrets(n))
+		red, err := newRedactor(benchSecrets(n))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
-			c := newCapture(red, CaptureLimits{}, nil)
+			c := newCapture(red, previews, nil)
 			reportCPU(b, len(data), func() {
 				for b.Loop() {
 					io.Copy(c, onlyReader{bytes.NewReader(data)})
@@ -287,12 +288,12 @@ func BenchmarkCapture(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("spooled/secrets=%d", n), func(b *testing.B) {
-			sp, err := OpenSpool(b.TempDir(), SpoolOptions{})
+			sp, err := OpenSpool(b.TempDir(), testSpoolOptions)
 			if err != nil {
 				b.Fatal(err)
 			}
 			act := sp.Begin("bench", "local")
-			c := act.Capture("stdout", red, CaptureLimits{})
+			c := act.Capture("stdout", red, previews)
 			b.SetBytes(int64(len(data)))
 			reportCPU(b, len(data), func() {
 				for b.Loop() {
@@ -317,17 +318,17 @@ func BenchmarkRedact(b *testing.B) {
 		name    string
 		secrets map[string][]byte
 	}{{"secrets=10", benchSecrets(10)}, {"secrets=100", benchSecrets(100)}, {"near-miss/secrets=100", nearMiss}} {
-		red, err := NewRedactor(bc.secrets)
+		red, err := newRedactor(bc.secrets)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
-			w := newRedactWriter(red, func([]byte) {})
+			w := red.NewStream(func([]byte) {})
 			reportCPU(b, len(data), func() {
 				for b.Loop() {
 					for off := 0; off < len(data); off += 32 << 10 {
-						w.write(data[off:min(off+32<<10, len(data))])
+						w.Write(data[off:min(off+32<<10, len(data))])
 					}
 				}
 			})

@@ -1,40 +1,26 @@
-package gateway
+package output
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
-	"unicode/utf8"
+
+	"github.com/actiongw/actiongw/internal/redact"
 )
 
-// DefaultPreviewBytes is the head and the tail preview size used when a
-// CaptureLimits field is zero.
-const DefaultPreviewBytes = 4096
-
-// CaptureLimits bounds the memory one captured stream keeps for previews.
-type CaptureLimits struct {
-	// HeadBytes is how many of the first bytes are kept; zero means
-	// DefaultPreviewBytes, negative means none.
+// Limits bounds the memory one captured stream keeps for previews.
+type Limits struct {
+	// HeadBytes is how many of the first bytes are kept; zero keeps none.
 	HeadBytes int
 	// TailBytes is how many of the last bytes are kept, in a ring; zero
-	// means DefaultPreviewBytes, negative means none.
+	// keeps none.
 	TailBytes int
 }
 
-func previewSize(n int) int {
-	switch {
-	case n == 0:
-		return DefaultPreviewBytes
-	case n < 0:
-		return 0
-	}
-	return n
-}
-
-// StreamSummary is the STREAM object of a tool result: what one stream
+// Stream is the STREAM object of a tool result: what one stream
 // carried and a preview of it. Every count is of the redacted stream.
-type StreamSummary struct {
+type Stream struct {
 	// Bytes counts every byte received, after redaction, kept or not.
 	Bytes int64 `json:"bytes"`
 	// Lines counts newlines, plus one for a final line without a newline.
@@ -75,7 +61,7 @@ type ByteRange struct {
 // A Capture is written by one goroutine. Summary is meant for after Finish
 // (or flush) of the action.
 type Capture struct {
-	red      *redactWriter
+	red      *redact.Stream
 	bytes    int64
 	newlines int64
 	last     byte
@@ -83,26 +69,33 @@ type Capture struct {
 	head     []byte
 	tail     []byte // a ring of the last bytes once full
 	tailNext int    // where the ring writes next
-	spool    *spoolStream
+	spool    sink   // nil: nothing is kept on disk
 	flushed  bool
 }
 
-func newCapture(red *Redactor, lim CaptureLimits, spool *spoolStream) *Capture {
+// sink is where a Capture keeps redacted bytes beyond its previews: a
+// stream of the spool.
+type sink interface {
+	write(p []byte)
+	// retained returns the ranges kept and why some were not, if any.
+	retained() ([]ByteRange, string)
+}
+
+func newCapture(red *redact.Redactor, lim Limits, spool sink) *Capture {
 	c := &Capture{
 		hash:  hasher{h: sha256.New()},
-		head:  make([]byte, 0, previewSize(lim.HeadBytes)),
-		tail:  make([]byte, 0, previewSize(lim.TailBytes)),
+		head:  make([]byte, 0, max(0, lim.HeadBytes)),
+		tail:  make([]byte, 0, max(0, lim.TailBytes)),
 		spool: spool,
 	}
-	c.red = newRedactWriter(red, c.keep)
+	c.red = red.NewStream(c.keep)
 	return c
 }
 
 // Write redacts p and keeps what the limits allow. It always returns
 // len(p), nil.
 func (c *Capture) Write(p []byte) (int, error) {
-	c.red.write(p)
-	return len(p), nil
+	return c.red.Write(p)
 }
 
 // flush ends the stream: it releases the bytes the redactor held back.
@@ -111,7 +104,7 @@ func (c *Capture) flush() {
 		return
 	}
 	c.flushed = true
-	c.red.flush()
+	c.red.Close()
 	c.hash.finish()
 }
 
@@ -148,9 +141,9 @@ func (c *Capture) keep(p []byte) {
 
 // Summary returns the STREAM object. It ends the stream, as the action's
 // Finish does, if that has not happened yet.
-func (c *Capture) Summary() StreamSummary {
+func (c *Capture) Summary() Stream {
 	c.flush()
-	s := StreamSummary{
+	s := Stream{
 		Bytes:  c.bytes,
 		Lines:  c.newlines,
 		SHA256: hex.EncodeToString(c.hash.h.Sum(nil)),
@@ -168,7 +161,7 @@ func (c *Capture) Summary() StreamSummary {
 	if c.bytes > int64(len(tail)) {
 		tail = trimToRuneStart(tail)
 	}
-	if looksBinary(head) || looksBinary(tail) {
+	if !isText(head) || !isText(tail) {
 		s.Binary = true
 		head, tail = nil, nil
 	}
@@ -257,31 +250,3 @@ func (h *hasher) finish() {
 	<-h.done
 	h.work, h.free, h.buf = nil, nil, nil
 }
-
-// trimToRuneEnd drops an incomplete character cut at the end of b.
-func trimToRuneEnd(b []byte) []byte {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return b[:i]
-			}
-			break
-		}
-	}
-	return b
-}
-
-// trimToRuneStart drops the continuation bytes of a character cut at the
-// start of b.
-func trimToRuneStart(b []byte) []byte {
-	for i := 0; i < len(b) && i < utf8.UTFMax; i++ {
-		if utf8.RuneStart(b[i]) {
-			return b[i:]
-		}
-	}
-	return b
-}
-
-// looksBinary reports whether b, already cut at character boundaries, is
-// not text: it holds a NUL byte or invalid UTF-8.
-func looksBinary(b []byte) bool { return !isText(b) }

@@ -1,4 +1,4 @@
-package gateway
+package audit
 
 import (
 	"bufio"
@@ -14,10 +14,10 @@ import (
 	"time"
 )
 
-// AuditRecord is one line of the audit log: an "intent" before an action
+// Record is one line of the audit log: an "intent" before an action
 // runs, an "outcome" after. String fields pass the redactor before they are
 // written.
-type AuditRecord struct {
+type Record struct {
 	Seq  int64     `json:"seq"`
 	Time time.Time `json:"time"`
 	Kind string    `json:"kind"` // intent | outcome
@@ -36,29 +36,29 @@ type AuditRecord struct {
 	Rule     string `json:"rule,omitempty"`
 
 	// Outcome.
-	Status        string                 `json:"status,omitempty"`
-	ExitCode      *int                   `json:"exit_code,omitempty"`
-	Signal        string                 `json:"signal,omitempty"`
-	HTTPStatus    int                    `json:"http_status,omitempty"`
-	Streams       map[string]AuditStream `json:"streams,omitempty"`
-	DurationMS    int64                  `json:"duration_ms,omitempty"`
-	Reason        string                 `json:"reason,omitempty"`
-	RemoteStopped *bool                  `json:"remote_stopped,omitempty"`
+	Status        string            `json:"status,omitempty"`
+	ExitCode      *int              `json:"exit_code,omitempty"`
+	Signal        string            `json:"signal,omitempty"`
+	HTTPStatus    int               `json:"http_status,omitempty"`
+	Streams       map[string]Stream `json:"streams,omitempty"`
+	DurationMS    int64             `json:"duration_ms,omitempty"`
+	Reason        string            `json:"reason,omitempty"`
+	RemoteStopped *bool             `json:"remote_stopped,omitempty"`
 }
 
-// AuditStream is what the audit keeps of one stream: its size and hash.
-type AuditStream struct {
+// Stream is what the audit keeps of one stream: its size and hash.
+type Stream struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
 }
 
-// AuditLog is an append-only JSON Lines file in which each record carries
+// Log is an append-only JSON Lines file in which each record carries
 // the hash of the line before it. A small head file beside it holds the
 // hash of the last line, so removing or editing the last line shows too.
 //
 // Appends that arrive together share one fsync (group commit): each Append
 // returns only once its own line, and the head file, are on disk.
-type AuditLog struct {
+type Log struct {
 	path   string
 	redact func(string) string
 	f      *os.File
@@ -74,20 +74,20 @@ type AuditLog struct {
 	synced int64      // bytes known to be on disk, under syncMu
 }
 
-// auditHead is the head file's content, padded to a fixed size so it is
+// headRecord is the head file's content, padded to a fixed size so it is
 // rewritten in place.
-type auditHead struct {
+type headRecord struct {
 	Seq  int64  `json:"seq"`
 	Hash string `json:"hash"`
 }
 
-const auditHeadSize = 128
+const headSize = 128
 
-// OpenAudit opens (creating, mode 0600) the audit log at path and its head
+// Open opens (creating, mode 0600) the audit log at path and its head
 // file path+".head". redact is applied to every string field of a record.
 // It verifies the whole chain first and refuses a log that fails.
-func OpenAudit(path string, redact func(string) string) (*AuditLog, error) {
-	n, last, err := verifyAudit(path, false)
+func Open(path string, redact func(string) string) (*Log, error) {
+	n, last, err := verifyLog(path, false)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w (see 'actiongw audit verify')", err)
 	}
@@ -106,19 +106,19 @@ func OpenAudit(path string, redact func(string) string) (*AuditLog, error) {
 		head.Close()
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	return &AuditLog{path: path, redact: redact, f: f, head: head,
+	return &Log{path: path, redact: redact, f: f, head: head,
 		size: st.Size(), synced: st.Size(), seq: int64(n), prev: last}, nil
 }
 
-func readHead(path string) (auditHead, error) {
-	var h auditHead
+func readHead(path string) (headRecord, error) {
+	var h headRecord
 	raw, err := os.ReadFile(path + ".head")
 	if err != nil {
 		return h, err
 	}
 	if raw = bytes.TrimRight(raw, " \n\x00"); len(raw) > 0 {
 		if err := json.Unmarshal(raw, &h); err != nil {
-			return h, &AuditError{0, "head file is damaged"}
+			return h, &Error{0, "head file is damaged"}
 		}
 	}
 	return h, nil
@@ -132,7 +132,7 @@ func lineHash(line []byte) string {
 // Append writes rec as one line, chained to the previous one, and returns
 // once it is on disk. On error nothing of rec stays in the file, and the
 // action it describes must not go on.
-func (a *AuditLog) Append(rec *AuditRecord) error {
+func (a *Log) Append(rec *Record) error {
 	r := *rec
 	for _, s := range []*string{&r.Handle, &r.Tool, &r.Target, &r.Command, &r.Method, &r.Path, &r.Rule, &r.Status, &r.Reason, &r.Signal} {
 		*s = a.redact(*s)
@@ -177,14 +177,14 @@ func (a *AuditLog) Append(rec *AuditRecord) error {
 
 // syncTo returns once the first end bytes and a head file at least that
 // far are on disk; one caller syncs for everyone waiting.
-func (a *AuditLog) syncTo(end int64) error {
+func (a *Log) syncTo(end int64) error {
 	a.syncMu.Lock()
 	defer a.syncMu.Unlock()
 	if a.synced >= end {
 		return nil
 	}
 	a.mu.Lock()
-	size, h, failed := a.size, auditHead{Seq: a.seq, Hash: a.prev}, a.failed
+	size, h, failed := a.size, headRecord{Seq: a.seq, Hash: a.prev}, a.failed
 	a.mu.Unlock()
 	if failed != nil {
 		return failed
@@ -205,9 +205,9 @@ func (a *AuditLog) syncTo(end int64) error {
 	return nil
 }
 
-func (a *AuditLog) writeHead(h auditHead) error {
+func (a *Log) writeHead(h headRecord) error {
 	b, _ := json.Marshal(h)
-	b = append(b, bytes.Repeat([]byte(" "), auditHeadSize-1-len(b))...)
+	b = append(b, bytes.Repeat([]byte(" "), headSize-1-len(b))...)
 	if _, err := a.head.WriteAt(append(b, '\n'), 0); err != nil {
 		return err
 	}
@@ -215,35 +215,35 @@ func (a *AuditLog) writeHead(h auditHead) error {
 }
 
 // Close closes the files.
-func (a *AuditLog) Close() error {
+func (a *Log) Close() error {
 	return errors.Join(a.f.Close(), a.head.Close())
 }
 
-// AuditError names the first line of an audit log that fails verification.
-type AuditError struct {
+// Error names the first line of an audit log that fails verification.
+type Error struct {
 	Line   int // 1-based; 0 for the head file
 	Reason string
 }
 
-func (e *AuditError) Error() string {
+func (e *Error) Error() string {
 	if e.Line == 0 {
 		return "audit log: " + e.Reason
 	}
 	return fmt.Sprintf("audit log line %d: %s", e.Line, e.Reason)
 }
 
-// VerifyAudit checks the chain of the log at path and its head file and
-// returns the number of records, or an *AuditError naming the first bad
+// Verify checks the chain of the log at path and its head file and
+// returns the number of records, or an *Error naming the first bad
 // line.
-func VerifyAudit(path string) (int, error) {
-	n, _, err := verifyAudit(path, true)
+func Verify(path string) (int, error) {
+	n, _, err := verifyLog(path, true)
 	return n, err
 }
 
-// verifyAudit checks the chain and returns the record count and the hash of
+// verifyLog checks the chain and returns the record count and the hash of
 // the last line. With strictHead the head file must name the last line;
 // without, it may lag behind (a crash between the two syncs of a group).
-func verifyAudit(path string, strictHead bool) (int, string, error) {
+func verifyLog(path string, strictHead bool) (int, string, error) {
 	h, err := readHead(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, "", err
@@ -259,16 +259,16 @@ func verifyAudit(path string, strictHead bool) (int, string, error) {
 	for sc.Scan() {
 		n++
 		line := sc.Bytes()
-		var rec AuditRecord
+		var rec Record
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return n - 1, "", &AuditError{n, "not a JSON record: " + err.Error()}
+			return n - 1, "", &Error{n, "not a JSON record: " + err.Error()}
 		}
 		switch {
 		case rec.Seq != int64(n):
-			return n - 1, "", &AuditError{n, fmt.Sprintf("sequence %d where %d belongs: a record was removed, inserted or reordered", rec.Seq, n)}
+			return n - 1, "", &Error{n, fmt.Sprintf("sequence %d where %d belongs: a record was removed, inserted or reordered", rec.Seq, n)}
 		case rec.Prev != prev:
 			// Sequence numbers are intact, so line n-1 itself changed.
-			return n - 2, "", &AuditError{n - 1, fmt.Sprintf("edited: its hash does not match the one line %d recorded", n)}
+			return n - 2, "", &Error{n - 1, fmt.Sprintf("edited: its hash does not match the one line %d recorded", n)}
 		}
 		prev = lineHash(line)
 		if int64(n) == h.Seq {
@@ -276,18 +276,18 @@ func verifyAudit(path string, strictHead bool) (int, string, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return n, "", &AuditError{n + 1, err.Error()}
+		return n, "", &Error{n + 1, err.Error()}
 	}
 	switch {
 	case strictHead && (h.Seq != int64(n) || h.Hash != prev):
-		return n, "", &AuditError{n, fmt.Sprintf("the head file records %d records ending in another hash: the last line was edited, or records were removed from the end", h.Seq)}
+		return n, "", &Error{n, fmt.Sprintf("the head file records %d records ending in another hash: the last line was edited, or records were removed from the end", h.Seq)}
 	case !headSeen:
-		return n, "", &AuditError{n, fmt.Sprintf("the head file records %d records; this log does not contain them unchanged: records were removed from the end or the last line was edited", h.Seq)}
+		return n, "", &Error{n, fmt.Sprintf("the head file records %d records; this log does not contain them unchanged: records were removed from the end or the last line was edited", h.Seq)}
 	}
 	return n, prev, nil
 }
 
-// AuditPath is where the audit log of cfg lives.
-func AuditPath(cfg *Config) string {
-	return filepath.Join(cfg.Server.StateDir, "audit.jsonl")
+// Path is where the audit log of a state directory lives.
+func Path(stateDir string) string {
+	return filepath.Join(stateDir, "audit.jsonl")
 }

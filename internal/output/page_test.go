@@ -1,4 +1,4 @@
-package gateway
+package output
 
 import (
 	"bytes"
@@ -135,7 +135,7 @@ func TestSpoolReadWalk(t *testing.T) {
 }
 
 func TestSpoolReadCharacters(t *testing.T) {
-	sp, err := OpenSpool(t.TempDir(), SpoolOptions{})
+	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestSpoolReadCharacters(t *testing.T) {
 	bin, _ := spoolOne(t, sp, nil, []byte("ab\x00\xffcd"))
 	tests := []struct {
 		name      string
-		act       *ActionOutput
+		act       *Action
 		offset    int64
 		limit     int
 		wantData  []byte
@@ -224,7 +224,7 @@ func TestSpoolSearchLongLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	act := sp.Begin("ssh_exec", "web1")
-	c := act.Capture("stdout", nil, CaptureLimits{})
+	c := act.Capture("stdout", nil, previews)
 	chunk := bytes.Repeat([]byte("x"), 1<<20)
 	for range 50 {
 		c.Write(chunk)
@@ -256,7 +256,7 @@ func TestSpoolReadGapEdges(t *testing.T) {
 	bin, _ := spoolOne(t, sp, nil, []byte("\x00\x81\x82\x83\x84\x85\x86\x87\x88\x89"))
 	tests := []struct {
 		name     string
-		act      *ActionOutput
+		act      *Action
 		offset   int64
 		wantData []byte
 		wantAt   int64

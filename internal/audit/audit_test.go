@@ -1,4 +1,4 @@
-package gateway
+package audit
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-func openTestAudit(t *testing.T) (*AuditLog, string) {
+func openTestLog(t *testing.T) (*Log, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	a, err := OpenAudit(path, func(s string) string { return strings.ReplaceAll(s, "hunter22", "[REDACTED:pw]") })
+	a, err := Open(path, func(s string) string { return strings.ReplaceAll(s, "hunter22", "[REDACTED:pw]") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,25 +21,25 @@ func openTestAudit(t *testing.T) (*AuditLog, string) {
 	return a, path
 }
 
-func appendN(t *testing.T, a *AuditLog, n int) {
+func appendN(t *testing.T, a *Log, n int) {
 	t.Helper()
 	for i := range n {
 		kind := "intent"
 		if i%2 == 1 {
 			kind = "outcome"
 		}
-		if err := a.Append(&AuditRecord{Kind: kind, Handle: "h", Tool: "ssh_exec", Target: "web1", Command: "echo hunter22"}); err != nil {
+		if err := a.Append(&Record{Kind: kind, Handle: "h", Tool: "ssh_exec", Target: "web1", Command: "echo hunter22"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 func TestAuditChainVerifies(t *testing.T) {
-	a, path := openTestAudit(t)
+	a, path := openTestLog(t)
 	appendN(t, a, 5)
 	a.Close()
-	if n, err := VerifyAudit(path); err != nil || n != 5 {
-		t.Fatalf("VerifyAudit = %d, %v; want 5, nil", n, err)
+	if n, err := Verify(path); err != nil || n != 5 {
+		t.Fatalf("Verify = %d, %v; want 5, nil", n, err)
 	}
 	data, _ := os.ReadFile(path)
 	if bytes.Contains(data, []byte("hunter22")) || !bytes.Contains(data, []byte("[REDACTED:pw]")) {
@@ -50,14 +50,14 @@ func TestAuditChainVerifies(t *testing.T) {
 		t.Errorf("audit log mode = %v; want 0600", st.Mode().Perm())
 	}
 	// Reopening continues the chain.
-	b, err := OpenAudit(path, func(s string) string { return s })
+	b, err := Open(path, func(s string) string { return s })
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, b, 2)
 	b.Close()
-	if n, err := VerifyAudit(path); err != nil || n != 7 {
-		t.Fatalf("after reopen: VerifyAudit = %d, %v; want 7, nil", n, err)
+	if n, err := Verify(path); err != nil || n != 7 {
+		t.Fatalf("after reopen: Verify = %d, %v; want 7, nil", n, err)
 	}
 }
 
@@ -82,7 +82,7 @@ func TestAuditVerifyDetectsTampering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, path := openTestAudit(t)
+			a, path := openTestLog(t)
 			appendN(t, a, 6)
 			data, _ := os.ReadFile(path)
 			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
@@ -90,37 +90,37 @@ func TestAuditVerifyDetectsTampering(t *testing.T) {
 			if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := VerifyAudit(path)
-			var ae *AuditError
+			_, err := Verify(path)
+			var ae *Error
 			if !errors.As(err, &ae) || ae.Line != tt.wantLine {
-				t.Fatalf("VerifyAudit = %v; want an *AuditError at line %d", err, tt.wantLine)
+				t.Fatalf("Verify = %v; want an *Error at line %d", err, tt.wantLine)
 			}
-			if _, err := OpenAudit(path, func(s string) string { return s }); err == nil {
-				t.Errorf("OpenAudit accepted a tampered log")
+			if _, err := Open(path, func(s string) string { return s }); err == nil {
+				t.Errorf("Open accepted a tampered log")
 			}
 		})
 	}
 }
 
 func TestAuditConcurrentAppendsKeepWholeLines(t *testing.T) {
-	a, path := openTestAudit(t)
+	a, path := openTestLog(t)
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() { appendN(t, a, 10) })
 	}
 	wg.Wait()
-	if n, err := VerifyAudit(path); err != nil || n != 200 {
-		t.Fatalf("VerifyAudit = %d, %v; want 200, nil", n, err)
+	if n, err := Verify(path); err != nil || n != 200 {
+		t.Fatalf("Verify = %d, %v; want 200, nil", n, err)
 	}
 }
 
 func TestAuditFailedWriteLeavesNoPartialRecord(t *testing.T) {
-	a, path := openTestAudit(t)
+	a, path := openTestLog(t)
 	appendN(t, a, 2)
 	before, _ := os.ReadFile(path)
 	// Close the file under the log: every write now fails.
 	a.f.Close()
-	if err := a.Append(&AuditRecord{Kind: "intent"}); err == nil {
+	if err := a.Append(&Record{Kind: "intent"}); err == nil {
 		t.Fatal("Append on a broken file returned nil; want an error (fail closed)")
 	}
 	after, _ := os.ReadFile(path)

@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"errors"
@@ -13,12 +13,12 @@ import (
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	cfg, err := LoadConfig(filepath.Join("..", "config.example.toml"))
+	cfg, err := Load(filepath.Join("..", "..", "config.example.toml"))
 	if err != nil {
-		t.Fatalf("LoadConfig(config.example.toml): %v", err)
+		t.Fatalf("Load(config.example.toml): %v", err)
 	}
 	def := Default()
-	def.Server.StateDir = expandHome(def.Server.StateDir)
+	def.SetDefaults()
 	if cfg.Server != def.Server {
 		t.Errorf("example [server] = %+v; want the defaults %+v", cfg.Server, def.Server)
 	}
@@ -37,8 +37,8 @@ func TestExampleConfigLoads(t *testing.T) {
 
 func TestExampleConfigShowsEveryOption(t *testing.T) {
 	// Every field of the config structs appears in config.example.toml.
-	data := readFile(t, filepath.Join("..", "config.example.toml"))
-	for _, key := range tomlKeys(ServerConfig{}, SSHTarget{}, HTTPEndpoint{}) {
+	data := readFile(t, filepath.Join("..", "..", "config.example.toml"))
+	for _, key := range tomlKeys(Server{}, SSHTarget{}, HTTPEndpoint{}) {
 		if !strings.Contains(data, "\n"+key+" =") && !strings.Contains(data, "# "+key+" =") {
 			t.Errorf("config.example.toml does not document %q", key)
 		}
@@ -108,7 +108,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tt.toml))
+			_, err := Parse([]byte(tt.toml))
 			if err == nil {
 				t.Fatalf("ParseConfig: got no error; want one containing %q", tt.want)
 			}
@@ -133,7 +133,7 @@ func TestValidateFieldError(t *testing.T) {
 	}
 }
 
-func TestDefaultConfigPath(t *testing.T) {
+func TestDefaultPath(t *testing.T) {
 	tests := []struct {
 		env  map[string]string
 		want string
@@ -143,22 +143,22 @@ func TestDefaultConfigPath(t *testing.T) {
 		{map[string]string{"HOME": "/h"}, "/h/.config/actiongw/config.toml"},
 	}
 	for _, tt := range tests {
-		if got := DefaultConfigPath(func(k string) string { return tt.env[k] }); got != tt.want {
-			t.Errorf("DefaultConfigPath(%v) = %s; want %s", tt.env, got, tt.want)
+		if got := DefaultPath(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("DefaultPath(%v) = %s; want %s", tt.env, got, tt.want)
 		}
 	}
 }
 
-func FuzzParseConfig(f *testing.F) {
-	f.Add([]byte(readFile(f, filepath.Join("..", "config.example.toml"))))
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(readFile(f, filepath.Join("..", "..", "config.example.toml"))))
 	f.Add([]byte("[server]\nmax_frame_bytes = 2048\n"))
 	f.Add([]byte("[http.a]\nbase_url = \"http://127.0.0.1:1/x\"\nauth = \"query\"\nparam = \"k\"\ntoken_secret = \"t\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig(data)
+		cfg, err := Parse(data)
 		if err != nil {
 			return
 		}
-		// An accepted config validates again unchanged and references
+		// An accepted config validates again and references
 		// only well-formed secret names.
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("accepted config fails a second Validate: %v", err)
@@ -193,4 +193,37 @@ func tomlKeys(structs ...any) []string {
 		}
 	}
 	return keys
+}
+
+// TestDefaultTags checks every default tag: it parses, and an empty target
+// gets exactly the defaults config.example.toml shows for it.
+func TestDefaultTags(t *testing.T) {
+	for _, p := range []any{&Server{}, &SSHTarget{}, &HTTPEndpoint{}} {
+		setDefaults(p) // panics on a tag that does not parse
+	}
+	example, err := Load(filepath.Join("..", "..", "config.example.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte("[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\n[http.b]\nbase_url = \"https://x\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example sets these differently from the defaults, to show them.
+	shown := map[string]bool{"allow_commands": true, "paths": true, "auth": true, "token_secret": true}
+	check := func(name string, got, ex any) {
+		gv, ev := reflect.ValueOf(got).Elem(), reflect.ValueOf(ex).Elem()
+		for i := range gv.NumField() {
+			f := gv.Type().Field(i)
+			key := f.Tag.Get("toml")
+			if _, ok := f.Tag.Lookup("default"); !ok || shown[key] {
+				continue
+			}
+			if !reflect.DeepEqual(gv.Field(i).Interface(), ev.Field(i).Interface()) {
+				t.Errorf("%s.%s: default %v, but config.example.toml shows %v", name, key, gv.Field(i).Interface(), ev.Field(i).Interface())
+			}
+		}
+	}
+	check("ssh", cfg.SSH["a"], example.SSH["web1"])
+	check("http", cfg.HTTP["b"], example.HTTP["github"])
 }

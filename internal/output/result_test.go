@@ -1,4 +1,4 @@
-package gateway
+package output
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 
 // testOutput is shaped like the ssh_exec result.
 type testOutput struct {
-	Handle string        `json:"handle"`
-	Status string        `json:"status"`
-	Stdout StreamSummary `json:"stdout"`
-	Stderr StreamSummary `json:"stderr"`
+	Handle string `json:"handle"`
+	Status string `json:"status"`
+	Stdout Stream `json:"stdout"`
+	Stderr Stream `json:"stderr"`
 }
 
 // frame builds the response as a client would receive it, with a long
@@ -69,7 +69,7 @@ func TestBuildResultFits(t *testing.T) {
 				t.Fatal(err)
 			}
 			act := sp.Begin("ssh_exec", "web1")
-			lim := CaptureLimits{HeadBytes: 256 << 10, TailBytes: 256 << 10}
+			lim := Limits{HeadBytes: 256 << 10, TailBytes: 256 << 10}
 			c, e := act.Capture("stdout", nil, lim), act.Capture("stderr", nil, lim)
 			pl.data(c)
 			if pl.name != "50 MiB line" {
@@ -130,8 +130,8 @@ func TestBuildResultText(t *testing.T) {
 		t.Fatal(err)
 	}
 	act := sp.Begin("ssh_exec", "web1")
-	c := act.Capture("stdout", nil, CaptureLimits{HeadBytes: 10, TailBytes: 10})
-	e := act.Capture("stderr", nil, CaptureLimits{})
+	c := act.Capture("stdout", nil, Limits{HeadBytes: 10, TailBytes: 10})
+	e := act.Capture("stderr", nil, previews)
 	c.Write(numbered(100))
 	act.Finish()
 	o := testOutput{Handle: act.Handle(), Stdout: c.Summary(), Stderr: e.Summary()}
@@ -164,14 +164,14 @@ func TestBuildResultTooLarge(t *testing.T) {
 }
 
 func TestFitPage(t *testing.T) {
-	sp, err := OpenSpool(t.TempDir(), SpoolOptions{})
+	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := bytes.Repeat([]byte("\x01\"😀\\"), 20000) // 8 bytes raw, up to 16 escaped
 	act, _ := spoolOne(t, sp, nil, in)
 	bin, _ := spoolOne(t, sp, nil, bytes.Repeat([]byte{0, 0xff, 'a'}, 20000))
-	for _, a := range []*ActionOutput{act, bin} {
+	for _, a := range []*Action{act, bin} {
 		for _, budget := range []int{1024, 8192, 65536} {
 			var got []byte
 			var at int64

@@ -1,4 +1,4 @@
-package gateway
+package redact
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // candidate positions on a 4-byte prefix.
 const MinSecretLen = 4
 
-// ShortSecretError is returned by NewRedactor for a secret value shorter
+// ShortSecretError is returned by New for a secret value shorter
 // than MinSecretLen. It names the secret, never its value.
 type ShortSecretError struct {
 	Name string
@@ -72,17 +72,6 @@ const (
 
 func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
 
-// NewRedactor builds a Redactor for secrets keyed by name. A value shorter
-// than MinSecretLen is refused with a *ShortSecretError. A nil or empty map
-// gives a Redactor that passes everything through.
-func NewRedactor(secrets map[string][]byte) (*Redactor, error) {
-	list := make([]Secret, 0, len(secrets))
-	for name, v := range secrets {
-		list = append(list, Secret{Name: name, Value: v})
-	}
-	return NewRedactorList(list)
-}
-
 // Secret is one value to redact and the name its marker shows. A name may
 // come with several values, such as a password and the "user:password"
 // that Basic authentication encodes.
@@ -91,8 +80,11 @@ type Secret struct {
 	Value []byte
 }
 
-// NewRedactorList is NewRedactor for a list in which a name may repeat.
-func NewRedactorList(secrets []Secret) (*Redactor, error) {
+// New builds a Redactor for secrets; a name may repeat, with several
+// values. A value shorter than MinSecretLen is refused with a
+// *ShortSecretError. No secrets give a Redactor that passes everything
+// through.
+func New(secrets []Secret) (*Redactor, error) {
 	// A value shared by two names is redacted with the first name.
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
 	r := &Redactor{trie: make(map[uint32]*trieNode)}
@@ -334,23 +326,33 @@ func (r *Redactor) gramHit(a, b uint64) bool {
 		g[b1/64]&(1<<(b1%64)) != 0 && g[b2/64]&(1<<(b2%64)) != 0
 }
 
-// redactWriter is the streaming form of a Redactor. It holds back at most
-// MaxHoldback bytes between writes.
-type redactWriter struct {
+// Stream is the streaming form of a Redactor: it passes redacted bytes to
+// an emit function, holding back at most MaxHoldback bytes between writes,
+// and produces exactly what Redact would on the whole input. A Stream is
+// used by one goroutine.
+type Stream struct {
 	r     *Redactor
 	emit  func([]byte)
 	carry []byte
 }
 
-func newRedactWriter(r *Redactor, emit func([]byte)) *redactWriter {
-	w := &redactWriter{r: r, emit: emit}
+// NewStream returns a Stream that emits to emit; a nil Redactor passes
+// everything through.
+func (r *Redactor) NewStream(emit func([]byte)) *Stream {
+	w := &Stream{r: r, emit: emit}
 	if r != nil && r.maxLen > 0 {
 		w.carry = make([]byte, 0, 2*r.maxLen)
 	}
 	return w
 }
 
-func (w *redactWriter) write(p []byte) {
+// Write redacts p; it always returns len(p), nil.
+func (w *Stream) Write(p []byte) (int, error) {
+	w.write(p)
+	return len(p), nil
+}
+
+func (w *Stream) write(p []byte) {
 	r := w.r
 	if r == nil || r.maxLen == 0 {
 		if len(p) > 0 {
@@ -383,8 +385,8 @@ func (w *redactWriter) write(p []byte) {
 	w.carry = append(w.carry[:0], p...)
 }
 
-// flush decides the held-back bytes as the end of the stream.
-func (w *redactWriter) flush() {
+// Close decides the held-back bytes as the end of the stream.
+func (w *Stream) Close() {
 	if len(w.carry) == 0 {
 		return
 	}

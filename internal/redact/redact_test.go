@@ -1,4 +1,4 @@
-package gateway
+package redact
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-func TestNewRedactorRefusesShortSecret(t *testing.T) {
-	_, err := NewRedactor(map[string][]byte{"ok-key": []byte("long enough"), "pin": []byte("123")})
+func TestNewRefusesShortSecret(t *testing.T) {
+	_, err := newRedactor(map[string][]byte{"ok-key": []byte("long enough"), "pin": []byte("123")})
 	var short *ShortSecretError
 	if !errors.As(err, &short) {
 		t.Fatalf("got error %v; want *ShortSecretError", err)
@@ -26,7 +26,7 @@ func TestNewRedactorRefusesShortSecret(t *testing.T) {
 
 func TestRedactForms(t *testing.T) {
 	secret := "p@ss w/rd+ü?" // differs in every encoded form
-	r, err := NewRedactor(map[string][]byte{"db": []byte(secret)})
+	r, err := newRedactor(map[string][]byte{"db": []byte(secret)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestRedactForms(t *testing.T) {
 }
 
 func TestRedactLeftmostLongest(t *testing.T) {
-	r, err := NewRedactor(map[string][]byte{
+	r, err := newRedactor(map[string][]byte{
 		"short": []byte("abcd"),
 		"long":  []byte("abcdefgh"),
 		"later": []byte("cdefxyz1"),
@@ -85,7 +85,7 @@ func TestRedactLeftmostLongest(t *testing.T) {
 
 func TestRedactNilAndEmptyPassThrough(t *testing.T) {
 	var nilR *Redactor
-	empty, err := NewRedactor(nil)
+	empty, err := newRedactor(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestRedactNilAndEmptyPassThrough(t *testing.T) {
 func TestRedactEverySplit(t *testing.T) {
 	for _, n := range []int{4, 5, 6, 7, 12, 19, 40} {
 		secret := []byte(strings.Repeat("k3Y", 20)[:n])
-		r, err := NewRedactor(map[string][]byte{"k": secret})
+		r, err := newRedactor(map[string][]byte{"k": secret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,22 +124,22 @@ func TestRedactEverySplit(t *testing.T) {
 // TestRedactHoldback checks that the stream holds back no more than the
 // longest pattern minus one byte.
 func TestRedactHoldback(t *testing.T) {
-	r, err := NewRedactor(map[string][]byte{"k": []byte("0123456789abcdef")})
+	r, err := newRedactor(map[string][]byte{"k": []byte("0123456789abcdef")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []byte
-	w := newRedactWriter(r, func(p []byte) { out = append(out, p...) })
+	w := r.NewStream(func(p []byte) { out = append(out, p...) })
 	in := bytes.Repeat([]byte("xyz "), 100)
 	written := 0
 	for _, n := range []int{1, 2, 7, 40, 3, 100, 1, 1, 200} {
-		w.write(in[written : written+n])
+		w.Write(in[written : written+n])
 		written += n
 		if held := written - len(out); held > r.MaxHoldback() {
 			t.Fatalf("after %d bytes: %d held back; want at most %d", written, held, r.MaxHoldback())
 		}
 	}
-	w.flush()
+	w.Close()
 	if !bytes.Equal(out, in[:written]) {
 		t.Errorf("got %q after flush; want the input back", out)
 	}
@@ -147,13 +147,13 @@ func TestRedactHoldback(t *testing.T) {
 
 func redactChunked(r *Redactor, in []byte, sizes []int) []byte {
 	var out []byte
-	w := newRedactWriter(r, func(p []byte) { out = append(out, p...) })
+	w := r.NewStream(func(p []byte) { out = append(out, p...) })
 	for i := 0; len(in) > 0; i++ {
 		n := min(sizes[i%len(sizes)], len(in))
-		w.write(in[:n])
+		w.Write(in[:n])
 		in = in[n:]
 	}
-	w.flush()
+	w.Close()
 	return out
 }
 
@@ -196,7 +196,7 @@ func FuzzRedactStream(f *testing.F) {
 			name := fmt.Sprintf("s%d", i)
 			secrets[name] = s
 		}
-		r, err := NewRedactor(secrets)
+		r, err := newRedactor(secrets)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,4 +270,13 @@ func markerContains(forms map[string]string, form string) bool {
 		}
 	}
 	return false
+}
+
+// newRedactor builds a Redactor from secrets keyed by name.
+func newRedactor(m map[string][]byte) (*Redactor, error) {
+	list := make([]Secret, 0, len(m))
+	for name, v := range m {
+		list = append(list, Secret{Name: name, Value: v})
+	}
+	return New(list)
 }

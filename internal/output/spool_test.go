@@ -1,4 +1,4 @@
-package gateway
+package output
 
 import (
 	"errors"
@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/redact"
 )
 
 // spoolOne runs one finished action whose stdout is in, written in chunks.
-func spoolOne(t *testing.T, sp *Spool, red *Redactor, in []byte) (*ActionOutput, StreamSummary) {
+func spoolOne(t *testing.T, sp *Spool, red *redact.Redactor, in []byte) (*Action, Stream) {
 	t.Helper()
 	act := sp.Begin("ssh_exec", "web1")
-	c := act.Capture("stdout", red, CaptureLimits{})
+	c := act.Capture("stdout", red, previews)
 	for len(in) > 0 {
 		n := min(len(in), 997)
 		c.Write(in[:n])
@@ -29,7 +31,7 @@ func TestSpoolPermissions(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := OpenSpool(dir, SpoolOptions{})
+	sp, err := OpenSpool(dir, testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestSpoolPermissions(t *testing.T) {
 }
 
 func TestSpoolHandlesAreUnique(t *testing.T) {
-	sp, err := OpenSpool(t.TempDir(), SpoolOptions{})
+	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +71,13 @@ func TestSpoolHandlesAreUnique(t *testing.T) {
 }
 
 func TestSpoolHandleErrors(t *testing.T) {
-	sp, err := OpenSpool(t.TempDir(), SpoolOptions{})
+	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done, _ := spoolOne(t, sp, nil, []byte("x"))
 	running := sp.Begin("ssh_exec", "web1")
-	running.Capture("stdout", nil, CaptureLimits{})
+	running.Capture("stdout", nil, previews)
 	tests := []struct {
 		name, handle, stream string
 		want                 error
@@ -139,13 +141,13 @@ func TestSpoolDiskCap(t *testing.T) {
 	sp.now = func() time.Time { now = now.Add(time.Second); return now }
 	data := []byte(strings.Repeat("0123456789", 100)) // 1000 bytes each
 	running := sp.Begin("ssh_exec", "long")
-	rc := running.Capture("stdout", nil, CaptureLimits{})
+	rc := running.Capture("stdout", nil, previews)
 	rc.Write(data)
 	rc.Write(data) // 2000 bytes on disk, still running
 	a1, _ := spoolOne(t, sp, nil, data)
 	a2, _ := spoolOne(t, sp, nil, data)
 	// 4000 bytes > 2500: a1 went first, then a2; the running one stays.
-	for _, a := range []*ActionOutput{a1, a2} {
+	for _, a := range []*Action{a1, a2} {
 		if _, err := sp.Read(a.Handle(), "stdout", 0, false, 0); !errors.Is(err, ErrUnknownHandle) {
 			t.Errorf("%s: got %v; want it evicted", a.Handle(), err)
 		}
@@ -202,15 +204,16 @@ func TestSpoolDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	act := sp.Begin("ssh_exec", "web1")
-	c := act.Capture("stdout", nil, CaptureLimits{})
+	c := act.Capture("stdout", nil, previews)
 	in := []byte(strings.Repeat("line\n", 100))
 	c.Write(in[:50]) // the head takes these 50 bytes
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skipf("no /dev/full: %v", err)
 	}
-	c.spool.f.Close()
-	c.spool.f = full
+	st := c.spool.(*spoolStream)
+	st.f.Close()
+	st.f = full
 	if n, err := c.Write(in[50:]); n != len(in)-50 || err != nil {
 		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(in)-50)
 	}
@@ -234,7 +237,7 @@ func TestSpoolDiskFull(t *testing.T) {
 func TestSpoolUnwritableDir(t *testing.T) {
 	// Removing the directory works as root too, where modes do not bind.
 	dir := t.TempDir()
-	sp, err := OpenSpool(dir, SpoolOptions{})
+	sp, err := OpenSpool(dir, testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +245,7 @@ func TestSpoolUnwritableDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	act := sp.Begin("ssh_exec", "web1")
-	c := act.Capture("stdout", nil, CaptureLimits{})
+	c := act.Capture("stdout", nil, previews)
 	c.Write([]byte("still counted\n"))
 	act.Finish()
 	sum := c.Summary()
@@ -256,19 +259,19 @@ func TestSpoolUnwritableDir(t *testing.T) {
 // file that cannot be made then is a spool error, not a lost count.
 func TestSpoolLazyFiles(t *testing.T) {
 	dir := t.TempDir()
-	sp, err := OpenSpool(dir, SpoolOptions{})
+	sp, err := OpenSpool(dir, testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	act := sp.Begin("ssh_exec", "web1")
-	out := act.Capture("stdout", nil, CaptureLimits{})
-	act.Capture("stderr", nil, CaptureLimits{})
+	out := act.Capture("stdout", nil, previews)
+	act.Capture("stderr", nil, previews)
 	out.Write([]byte("only stdout\n"))
 	act.Finish()
 	if _, err := os.Stat(filepath.Join(dir, act.Handle(), "stderr.out")); !os.IsNotExist(err) {
 		t.Errorf("empty stderr: stat err %v; want no file", err)
 	}
-	sp2, err := OpenSpool(dir, SpoolOptions{})
+	sp2, err := OpenSpool(dir, testSpoolOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +285,7 @@ func TestSpoolLazyFiles(t *testing.T) {
 	}
 
 	act = sp.Begin("ssh_exec", "web1")
-	c := act.Capture("stdout", nil, CaptureLimits{})
+	c := act.Capture("stdout", nil, previews)
 	if err := os.RemoveAll(act.dir); err != nil { // gone before the first byte
 		t.Fatal(err)
 	}
@@ -300,7 +303,7 @@ func TestSpoolConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, err := NewRedactor(map[string][]byte{"k": []byte("secret-value")})
+	red, err := newRedactor(map[string][]byte{"k": []byte("secret-value")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,22 +1,17 @@
 package gateway
 
-import "context"
+import (
+	"context"
 
-// result finishes an action's tool result: previews shrink until the
-// response fits result_bytes, and a failed outcome record is reported.
-func (g *Gateway) result(out any, isError bool, auditErr error, what, handle string, streams ...NamedStream) *ToolResult {
-	what = g.red.RedactString(what) // it quotes the command or path
-	if auditErr != nil {
-		// The action ran, but its outcome is not on record: say so plainly.
-		what += " WARNING: the outcome could not be written to the audit log (" + auditErr.Error() + "); further actions are refused."
-		isError = true
-	}
-	text, err := BuildResult(ResultSpec{Structured: out, What: what, Handle: handle, Streams: streams}, g.cfg.Server.ResultBytes)
-	if err != nil {
-		return g.failure("%s (%v)", what, err)
-	}
-	return &ToolResult{Structured: out, Text: text, IsError: isError}
-}
+	"github.com/actiongw/actiongw/internal/output"
+)
+
+// Page is the read_output result and SearchResult the search_output
+// result, as package output builds them.
+type (
+	Page         = output.Page
+	SearchResult = output.SearchResult
+)
 
 // ReadOutputInput is the input of the read_output tool.
 type ReadOutputInput struct {
@@ -41,7 +36,7 @@ func (g *Gateway) ReadOutput(in ReadOutputInput) *ToolResult {
 	if err != nil {
 		return g.failure("%v", err)
 	}
-	text, err := FitPage(p, g.cfg.Server.ResultBytes)
+	text, err := output.FitPage(p, g.cfg.Server.ResultBytes)
 	if err != nil {
 		return g.failure("%v", err)
 	}
@@ -62,7 +57,7 @@ func (g *Gateway) SearchOutput(ctx context.Context, in SearchOutputInput) *ToolR
 	if err != nil {
 		return g.failure("%v", err)
 	}
-	text, err := FitSearch(r, in.Pattern, g.cfg.Server.ResultBytes)
+	text, err := output.FitSearch(r, in.Pattern, g.cfg.Server.ResultBytes)
 	if err != nil {
 		return g.failure("%v", err)
 	}

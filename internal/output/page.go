@@ -1,4 +1,4 @@
-package gateway
+package output
 
 import (
 	"bytes"
@@ -188,9 +188,6 @@ func (p *Page) setData(b []byte) {
 	}
 	p.Data, p.Encoding = base64.StdEncoding.EncodeToString(b), "base64"
 }
-
-// isText reports whether b can be shown as text: valid UTF-8 without NUL.
-func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
 
 func abs64(v int64) int64 {
 	if v < 0 {

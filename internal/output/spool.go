@@ -1,4 +1,4 @@
-package gateway
+package output
 
 import (
 	"crypto/rand"
@@ -14,14 +14,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/redact"
 )
 
-// Spool defaults, used when a SpoolOptions field is zero.
 const (
-	DefaultSpoolTTL         = 24 * time.Hour
-	DefaultSpoolMaxBytes    = 1 << 30
-	DefaultRetainHeadBytes  = 1 << 20
-	DefaultRetainTailBytes  = 8 << 20
 	spoolMetaFile           = "meta.json"
 	spoolStreamFileSuffix   = ".out"
 	handlePrefix            = "out_"
@@ -31,39 +28,18 @@ const (
 
 // SpoolOptions says how much output is kept on disk and for how long.
 type SpoolOptions struct {
-	// TTL is how long a finished action stays readable; zero means
-	// DefaultSpoolTTL.
+	// TTL is how long a finished action stays readable; zero keeps it
+	// until MaxBytes evicts it.
 	TTL time.Duration
 	// MaxBytes caps the disk used by all actions together; the oldest
 	// finished actions are evicted first. Running actions are never
 	// evicted, so they may push use past the cap until they finish. Zero
-	// means DefaultSpoolMaxBytes.
+	// means no cap.
 	MaxBytes int64
 	// RetainHeadBytes and RetainTailBytes are how many of the first and
-	// last bytes of each stream are kept; zero means DefaultRetainHeadBytes
-	// and DefaultRetainTailBytes, negative means none.
+	// last bytes of each stream are kept; zero keeps none.
 	RetainHeadBytes int64
 	RetainTailBytes int64
-}
-
-func (o SpoolOptions) withDefaults() SpoolOptions {
-	pick := func(v *int64, def int64) {
-		switch {
-		case *v == 0:
-			*v = def
-		case *v < 0:
-			*v = 0
-		}
-	}
-	if o.TTL <= 0 {
-		o.TTL = DefaultSpoolTTL
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = DefaultSpoolMaxBytes
-	}
-	pick(&o.RetainHeadBytes, DefaultRetainHeadBytes)
-	pick(&o.RetainTailBytes, DefaultRetainTailBytes)
-	return o
 }
 
 // Errors a *HandleError wraps, for callers that branch.
@@ -105,7 +81,7 @@ type Spool struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
-	actions map[string]*ActionOutput
+	actions map[string]*Action
 }
 
 // OpenSpool opens (creating it, mode 0700) the spool directory dir, which
@@ -119,7 +95,7 @@ func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restrict spool directory: %w", err)
 	}
-	s := &Spool{dir: dir, opts: opts.withDefaults(), now: time.Now, actions: make(map[string]*ActionOutput)}
+	s := &Spool{dir: dir, opts: opts, now: time.Now, actions: make(map[string]*Action)}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read spool directory: %w", err)
@@ -143,10 +119,10 @@ func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	return s, nil
 }
 
-// ActionOutput is the output of one action: its handle and its captured
+// Action is the output of one action: its handle and its captured
 // streams. Make the captures before the producers start, and call Finish
 // after they have stopped writing.
-type ActionOutput struct {
+type Action struct {
 	spool  *Spool
 	handle string
 	dir    string
@@ -173,11 +149,11 @@ type actionMeta struct {
 // Begin starts an action and gives it a new unguessable handle. It does
 // not fail: when the spool cannot store the action, its captures still
 // count, hash and preview, and report why nothing was retained.
-func (s *Spool) Begin(tool, target string) *ActionOutput {
+func (s *Spool) Begin(tool, target string) *Action {
 	b := make([]byte, handleRandomBytes)
 	rand.Read(b) // never fails; see crypto/rand
 	h := handlePrefix + strings.ToLower(handleEncoding.EncodeToString(b))
-	a := &ActionOutput{
+	a := &Action{
 		spool:   s,
 		handle:  h,
 		dir:     filepath.Join(s.dir, h),
@@ -195,14 +171,14 @@ func (s *Spool) Begin(tool, target string) *ActionOutput {
 }
 
 // Handle returns the action's handle, for read_output and search_output.
-func (a *ActionOutput) Handle() string { return a.handle }
+func (a *Action) Handle() string { return a.handle }
 
 var streamNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
 // Capture returns the writer for the named stream ("stdout", "stderr",
 // "body"), which redacts with red (nil: no secrets) and keeps previews
 // within lim. Asking again for the same name returns the same Capture.
-func (a *ActionOutput) Capture(stream string, red *Redactor, lim CaptureLimits) *Capture {
+func (a *Action) Capture(stream string, red *redact.Redactor, lim Limits) *Capture {
 	for i, st := range a.streams {
 		if st.meta.Name == stream {
 			return a.captures[i]
@@ -227,7 +203,7 @@ func (a *ActionOutput) Capture(stream string, red *Redactor, lim CaptureLimits) 
 
 // Finish ends the action: it flushes the redactors, closes the spool files
 // and makes the output readable. Later calls do nothing.
-func (a *ActionOutput) Finish() {
+func (a *Action) Finish() {
 	a.finish.Do(func() {
 		for i, c := range a.captures {
 			c.flush()
@@ -266,13 +242,13 @@ func writeMeta(dir string, m *actionMeta) error {
 	return nil
 }
 
-func (s *Spool) load(handle string) (*ActionOutput, error) {
+func (s *Spool) load(handle string) (*Action, error) {
 	dir := filepath.Join(s.dir, handle)
 	b, err := os.ReadFile(filepath.Join(dir, spoolMetaFile))
 	if err != nil {
 		return nil, err
 	}
-	a := &ActionOutput{spool: s, handle: handle, dir: dir}
+	a := &Action{spool: s, handle: handle, dir: dir}
 	if err := json.Unmarshal(b, &a.meta); err != nil {
 		return nil, err
 	}
@@ -331,7 +307,7 @@ func (s *Spool) open(handle, stream string) (*streamReader, error) {
 		}
 		return r, nil
 	}
-	return nil, &HandleError{Handle: handle, Err: fmt.Errorf("%w %q: this action has %q", ErrUnknownStream, clip(stream, 40), names)}
+	return nil, &HandleError{Handle: handle, Err: fmt.Errorf("%w %q: this action has %q", ErrUnknownStream, Clip(stream, 40), names)}
 }
 
 func (r *streamReader) Close() {
@@ -365,10 +341,10 @@ func (r *streamReader) readAt(b []byte, off int64) error {
 // finished ones while the spool is over its disk cap.
 func (s *Spool) evictLocked() {
 	now := s.now()
-	var finished []*ActionOutput
+	var finished []*Action
 	var total int64
 	for _, a := range s.actions {
-		if !a.running && now.Sub(a.meta.Finished) > s.opts.TTL {
+		if !a.running && s.opts.TTL > 0 && now.Sub(a.meta.Finished) > s.opts.TTL {
 			s.removeLocked(a)
 			continue
 		}
@@ -379,10 +355,10 @@ func (s *Spool) evictLocked() {
 			finished = append(finished, a)
 		}
 	}
-	if total <= s.opts.MaxBytes {
+	if s.opts.MaxBytes <= 0 || total <= s.opts.MaxBytes {
 		return
 	}
-	slices.SortFunc(finished, func(x, y *ActionOutput) int { return x.meta.Finished.Compare(y.meta.Finished) })
+	slices.SortFunc(finished, func(x, y *Action) int { return x.meta.Finished.Compare(y.meta.Finished) })
 	for _, a := range finished {
 		if total <= s.opts.MaxBytes {
 			break
@@ -394,7 +370,7 @@ func (s *Spool) evictLocked() {
 	}
 }
 
-func (s *Spool) removeLocked(a *ActionOutput) {
+func (s *Spool) removeLocked(a *Action) {
 	delete(s.actions, a.handle)
 	os.RemoveAll(a.dir)
 }
@@ -524,11 +500,4 @@ func (st *spoolStream) fileOffset(off int64) int64 {
 		return off
 	}
 	return m.HeadCap + (off-m.HeadCap)%m.TailCap
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return string(trimToRuneEnd([]byte(s[:n]))) + "..."
 }

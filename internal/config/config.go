@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"bufio"
@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,45 +23,53 @@ import (
 
 // Config is the whole configuration: server limits and the targets an agent
 // may name. It holds names of keyring items, never credential values.
+//
+// Every default is stated once, in the `default` tag of its field: Default
+// applies those of Server, and SetDefaults (which Parse calls) those of
+// every target. A field without a tag defaults to its zero value, whose
+// meaning its comment gives.
 type Config struct {
-	Server ServerConfig             `toml:"server"`
+	Server Server                   `toml:"server"`
 	SSH    map[string]*SSHTarget    `toml:"ssh"`
 	HTTP   map[string]*HTTPEndpoint `toml:"http"`
 }
 
-// ServerConfig holds the limits of the server itself. A zero field takes the
-// default that [Default] gives.
-type ServerConfig struct {
-	// StateDir holds the spool and the audit log; "~/" is expanded.
-	// Default: $XDG_STATE_HOME/actiongw, else ~/.local/state/actiongw.
+// Server holds the limits of the server itself.
+type Server struct {
+	// StateDir holds the spool and the audit log; "~/" is expanded. Its
+	// default depends on the environment: $XDG_STATE_HOME/actiongw, else
+	// ~/.local/state/actiongw.
 	StateDir string `toml:"state_dir"`
 	// MaxFrameBytes is the wire limit: the largest incoming JSON-RPC frame.
-	MaxFrameBytes int `toml:"max_frame_bytes"`
+	MaxFrameBytes int `toml:"max_frame_bytes" default:"4194304"`
 	// ResultBytes is the content limit: the largest serialized tool result.
-	ResultBytes int `toml:"result_bytes"`
+	ResultBytes int `toml:"result_bytes" default:"65536"`
 	// MaxConcurrentActions bounds actions running at once.
-	MaxConcurrentActions int `toml:"max_concurrent_actions"`
+	MaxConcurrentActions int `toml:"max_concurrent_actions" default:"16"`
+	// QueueWait is how long a call waits for a free action slot before it
+	// gets a busy error.
+	QueueWait time.Duration `toml:"queue_wait" default:"10s"`
 	// LogLevel is debug, info, warn or error.
-	LogLevel string `toml:"log_level"`
-	// HeadBytes and TailBytes are the in-memory preview of each stream.
-	HeadBytes int `toml:"head_bytes"`
-	TailBytes int `toml:"tail_bytes"`
+	LogLevel string `toml:"log_level" default:"info"`
+	// HeadBytes and TailBytes are the in-memory preview of each stream;
+	// zero keeps none.
+	HeadBytes int `toml:"head_bytes" default:"4096"`
+	TailBytes int `toml:"tail_bytes" default:"4096"`
 	// RetainHeadBytes and RetainTailBytes are what the spool keeps on disk
-	// of each stream for read_output and search_output.
-	RetainHeadBytes int64 `toml:"retain_head_bytes"`
-	RetainTailBytes int64 `toml:"retain_tail_bytes"`
+	// of each stream for read_output and search_output; zero keeps none.
+	RetainHeadBytes int64 `toml:"retain_head_bytes" default:"1048576"`
+	RetainTailBytes int64 `toml:"retain_tail_bytes" default:"8388608"`
 	// SpoolTTL and SpoolMaxBytes evict finished actions from the spool.
-	SpoolTTL      time.Duration `toml:"spool_ttl"`
-	SpoolMaxBytes int64         `toml:"spool_max_bytes"`
+	SpoolTTL      time.Duration `toml:"spool_ttl" default:"24h"`
+	SpoolMaxBytes int64         `toml:"spool_max_bytes" default:"1073741824"`
 }
 
 // SSHTarget is one host an agent may run commands on.
 type SSHTarget struct {
 	Description string `toml:"description"`
 	Host        string `toml:"host"`
-	// Port defaults to 22.
-	Port int    `toml:"port"`
-	User string `toml:"user"`
+	Port        int    `toml:"port" default:"22"`
+	User        string `toml:"user"`
 
 	// Exactly one way to authenticate: KeySecret (with an optional
 	// PassphraseSecret), PasswordSecret, or Agent (the user's ssh-agent).
@@ -68,51 +78,55 @@ type SSHTarget struct {
 	PasswordSecret   string `toml:"password_secret"`
 	Agent            bool   `toml:"agent"`
 
-	// KnownHosts defaults to ~/.ssh/known_hosts; HostKey pins a
-	// "SHA256:…" fingerprint instead. Verification cannot be switched off.
-	KnownHosts string `toml:"known_hosts"`
+	// KnownHosts is the known_hosts file that verifies the host key, unless
+	// HostKey pins a "SHA256:…" fingerprint instead. Verification cannot
+	// be switched off.
+	KnownHosts string `toml:"known_hosts" default:"~/.ssh/known_hosts"`
 	HostKey    string `toml:"host_key"`
-	// Jump names another [ssh.*] target to connect through.
+	// Jump names another [ssh.*] target to connect through; empty connects
+	// directly.
 	Jump string `toml:"jump"`
 
 	// AllowCommands are RE2 patterns that must match the whole command;
 	// DenyCommands match anywhere in it. Deny wins, and an allow list
-	// denies what it does not match. See package policy.
+	// denies what it does not match; no lists allow every command. See
+	// package policy.
 	AllowCommands []string `toml:"allow_commands"`
 	DenyCommands  []string `toml:"deny_commands"`
 
 	// Timeout applies when a call gives none; MaxTimeout caps what a call asks.
-	Timeout    time.Duration `toml:"timeout"`
-	MaxTimeout time.Duration `toml:"max_timeout"`
-	// OutputLimit stops the command once this many bytes arrived (0: none).
+	Timeout    time.Duration `toml:"timeout" default:"60s"`
+	MaxTimeout time.Duration `toml:"max_timeout" default:"30m"`
+	// OutputLimit stops the command once this many bytes arrived; zero
+	// means no limit (output is still bounded in memory).
 	OutputLimit int64 `toml:"output_limit"`
 	// MaxStdinBytes bounds the stdin a call may send.
-	MaxStdinBytes int64 `toml:"max_stdin_bytes"`
-	// MaxSessions bounds sessions per connection (OpenSSH allows 10).
-	MaxSessions int `toml:"max_sessions"`
-	// Keepalive is the interval of keepalive requests on an idle connection.
-	Keepalive time.Duration `toml:"keepalive"`
-	// StopMode is "signal" (send TERM/KILL, fall back to closing the
-	// channel of a wrapped process group) or "wrapper" (always the fallback).
-	StopMode string `toml:"stop_mode"`
+	MaxStdinBytes int64 `toml:"max_stdin_bytes" default:"1048576"`
+	// MaxSessions bounds sessions per connection: OpenSSH's MaxSessions.
+	MaxSessions int `toml:"max_sessions" default:"10"`
+	// Keepalive is the interval of keepalive requests on a connection.
+	Keepalive time.Duration `toml:"keepalive" default:"15s"`
+	// StopMode is "signal" (send TERM/KILL, fall back to killing the
+	// wrapped process group) or "wrapper" (always the fallback).
+	StopMode string `toml:"stop_mode" default:"signal"`
 	// PTY runs the command on a pseudo-terminal (stdout and stderr merge).
 	PTY bool `toml:"pty"`
-	// MaxConcurrent bounds actions running at once on this target.
+	// MaxConcurrent bounds actions running at once on this target; zero
+	// means only the server limit applies.
 	MaxConcurrent int `toml:"max_concurrent"`
 }
 
 // HTTPEndpoint is one HTTP API an agent may call under its base URL.
 type HTTPEndpoint struct {
-	Description string `toml:"description"`
-	BaseURL     string `toml:"base_url"`
-	// Methods defaults to ["GET"].
-	Methods []string `toml:"methods"`
+	Description string   `toml:"description"`
+	BaseURL     string   `toml:"base_url"`
+	Methods     []string `toml:"methods" default:"GET"`
 	// Paths are glob patterns under the base URL ("/repos/**"); empty
 	// allows every path under it.
 	Paths []string `toml:"paths"`
 
 	// Auth is none, bearer, basic, header or query.
-	Auth           string `toml:"auth"`
+	Auth           string `toml:"auth" default:"none"`
 	TokenSecret    string `toml:"token_secret"`
 	User           string `toml:"user"`
 	PasswordSecret string `toml:"password_secret"`
@@ -123,53 +137,104 @@ type HTTPEndpoint struct {
 
 	// AllowPrivate lets the endpoint reach loopback and private addresses.
 	AllowPrivate bool `toml:"allow_private"`
-	// FollowRedirects is "none" (default) or "same-origin".
-	FollowRedirects string `toml:"follow_redirects"`
+	// FollowRedirects is "none" or "same-origin".
+	FollowRedirects string `toml:"follow_redirects" default:"none"`
 
-	Timeout         time.Duration `toml:"timeout"`
-	MaxTimeout      time.Duration `toml:"max_timeout"`
-	MaxRequestBytes int64         `toml:"max_request_bytes"`
+	Timeout         time.Duration `toml:"timeout" default:"30s"`
+	MaxTimeout      time.Duration `toml:"max_timeout" default:"5m"`
+	MaxRequestBytes int64         `toml:"max_request_bytes" default:"1048576"`
 	// DrainCap is how much of a body is read past the retained part
 	// before the request is aborted.
-	DrainCap int64 `toml:"drain_cap"`
+	DrainCap int64 `toml:"drain_cap" default:"67108864"`
 	// HeaderAllow, if set, lists the only headers an agent may send;
 	// HeaderDeny lists more it may not.
 	HeaderAllow []string `toml:"header_allow"`
 	HeaderDeny  []string `toml:"header_deny"`
 	// ResponseHeaders lists the response headers returned to the agent.
-	ResponseHeaders []string `toml:"response_headers"`
+	ResponseHeaders []string `toml:"response_headers" default:"Content-Type,Content-Length,Location,Retry-After,ETag,X-Request-Id,Request-Id"`
 	// MaxAttempts bounds retries of idempotent requests (1: no retry).
-	MaxAttempts int `toml:"max_attempts"`
-	// MaxConcurrent bounds actions running at once on this endpoint.
+	MaxAttempts int `toml:"max_attempts" default:"3"`
+	// MaxConcurrent bounds actions running at once on this endpoint; zero
+	// means only the server limit applies.
 	MaxConcurrent int `toml:"max_concurrent"`
 }
 
-// Defaults of the server limits.
-const (
-	DefaultMaxFrameBytes        = 4 << 20
-	DefaultResultBytes          = 64 << 10
-	DefaultMaxConcurrentActions = 16
-)
-
 // Default returns the configuration used for every field a file leaves out.
 func Default() *Config {
-	return &Config{
-		Server: ServerConfig{
-			StateDir:             defaultStateDir(),
-			MaxFrameBytes:        DefaultMaxFrameBytes,
-			ResultBytes:          DefaultResultBytes,
-			MaxConcurrentActions: DefaultMaxConcurrentActions,
-			LogLevel:             "info",
-			HeadBytes:            4 << 10,
-			TailBytes:            4 << 10,
-			RetainHeadBytes:      1 << 20,
-			RetainTailBytes:      8 << 20,
-			SpoolTTL:             24 * time.Hour,
-			SpoolMaxBytes:        1 << 30,
-		},
-		SSH:  map[string]*SSHTarget{},
-		HTTP: map[string]*HTTPEndpoint{},
+	c := &Config{SSH: map[string]*SSHTarget{}, HTTP: map[string]*HTTPEndpoint{}}
+	setDefaults(&c.Server)
+	c.Server.StateDir = defaultStateDir()
+	return c
+}
+
+// SetDefaults fills every zero field that has a default, in [server] and in
+// every target, and expands "~/" in paths: what Parse does after decoding,
+// for a Config built in code.
+func (c *Config) SetDefaults() {
+	setDefaults(&c.Server)
+	if c.Server.StateDir == "" {
+		c.Server.StateDir = defaultStateDir()
 	}
+	c.setTargetDefaults()
+}
+
+// setTargetDefaults fills the zero fields of every target and normalizes
+// what Validate expects normalized.
+func (c *Config) setTargetDefaults() {
+	c.Server.StateDir = expandHome(c.Server.StateDir)
+	for _, t := range c.SSH {
+		if t == nil {
+			continue
+		}
+		setDefaults(t)
+		if t.HostKey != "" {
+			t.KnownHosts = "" // the pin replaces the file
+		}
+		t.KnownHosts = expandHome(t.KnownHosts)
+	}
+	for _, e := range c.HTTP {
+		if e == nil {
+			continue
+		}
+		setDefaults(e)
+		for i, m := range e.Methods {
+			e.Methods[i] = strings.ToUpper(m)
+		}
+	}
+}
+
+// setDefaults sets every zero field of the struct p points to from its
+// `default` tag. The tags are checked by TestDefaultTags.
+func setDefaults(p any) {
+	v := reflect.ValueOf(p).Elem()
+	for i := range v.NumField() {
+		def, ok := v.Type().Field(i).Tag.Lookup("default")
+		if f := v.Field(i); ok && f.IsZero() {
+			if err := setFromTag(f, def); err != nil {
+				panic(fmt.Sprintf("config: default tag of %s: %v", v.Type().Field(i).Name, err))
+			}
+		}
+	}
+}
+
+func setFromTag(f reflect.Value, def string) error {
+	switch {
+	case f.Type() == reflect.TypeFor[time.Duration]():
+		d, err := time.ParseDuration(def)
+		f.SetInt(int64(d))
+		return err
+	case f.Kind() == reflect.String:
+		f.SetString(def)
+	case f.Kind() == reflect.Int, f.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(def, 10, 64)
+		f.SetInt(n)
+		return err
+	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+		f.Set(reflect.ValueOf(strings.Split(def, ",")))
+	default:
+		return fmt.Errorf("no default for a %s", f.Type())
+	}
+	return nil
 }
 
 func defaultStateDir() string {
@@ -179,9 +244,9 @@ func defaultStateDir() string {
 	return "~/.local/state/actiongw"
 }
 
-// DefaultConfigPath is where serve looks when neither -config nor
+// DefaultPath is where serve looks when neither -config nor
 // $ACTIONGW_CONFIG names a file.
-func DefaultConfigPath(getenv func(string) string) string {
+func DefaultPath(getenv func(string) string) string {
 	if p := getenv("ACTIONGW_CONFIG"); p != "" {
 		return p
 	}
@@ -191,22 +256,23 @@ func DefaultConfigPath(getenv func(string) string) string {
 	return filepath.Join(getenv("HOME"), ".config", "actiongw", "config.toml")
 }
 
-// LoadConfig reads, decodes and validates the file at path.
-func LoadConfig(path string) (*Config, error) {
+// Load reads, decodes and validates the file at path.
+func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ParseConfig(data)
+	cfg, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// ParseConfig decodes TOML strictly over [Default] and validates the result:
-// an unknown key is an error naming the key and its line.
-func ParseConfig(data []byte) (*Config, error) {
+// Parse decodes TOML strictly over [Default], fills the defaults of every
+// target and validates the result: an unknown key is an error naming the
+// key and its line.
+func Parse(data []byte) (*Config, error) {
 	cfg := Default()
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(cfg)
 	if err != nil {
@@ -223,6 +289,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 		return nil, errors.Join(errs...)
 	}
+	cfg.setTargetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -283,8 +350,9 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
-// Validate checks every field, expands "~/" in paths, and returns all
-// problems at once, each a *FieldError.
+// Validate checks every field and returns all problems at once, each a
+// *FieldError. It changes nothing: defaults come from Parse or
+// SetDefaults.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -294,7 +362,6 @@ func (c *Config) Validate() error {
 	if s.StateDir == "" {
 		bad("server.state_dir", "must not be empty")
 	}
-	s.StateDir = expandHome(s.StateDir)
 	positive := []struct {
 		name string
 		v    int64
@@ -320,6 +387,9 @@ func (c *Config) Validate() error {
 	if s.SpoolTTL <= 0 {
 		bad("server.spool_ttl", "must be positive, got %s", s.SpoolTTL)
 	}
+	if s.QueueWait <= 0 {
+		bad("server.queue_wait", "must be positive, got %s", s.QueueWait)
+	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
 		bad("server.log_level", "must be debug, info, warn or error, got %q", s.LogLevel)
 	}
@@ -334,9 +404,6 @@ func (c *Config) Validate() error {
 		}
 		if t.Host == "" {
 			bad(f+".host", "is required")
-		}
-		if t.Port == 0 {
-			t.Port = 22
 		}
 		if t.Port < 1 || t.Port > 65535 {
 			bad(f+".port", "must be 1-65535, got %d", t.Port)
@@ -359,10 +426,6 @@ func (c *Config) Validate() error {
 		if t.HostKey != "" && !strings.HasPrefix(t.HostKey, "SHA256:") {
 			bad(f+".host_key", `must be a "SHA256:…" fingerprint as ssh-keygen -l prints it`)
 		}
-		if t.HostKey == "" && t.KnownHosts == "" {
-			t.KnownHosts = "~/.ssh/known_hosts"
-		}
-		t.KnownHosts = expandHome(t.KnownHosts)
 		if t.Jump != "" {
 			if _, ok := c.SSH[t.Jump]; !ok {
 				bad(f+".jump", "names no [ssh.%s] target", t.Jump)
@@ -380,17 +443,11 @@ func (c *Config) Validate() error {
 				bad(fmt.Sprintf("%s.deny_commands[%d]", f, i), "%v", err)
 			}
 		}
-		defaults(&t.Timeout, 60*time.Second)
-		defaults(&t.MaxTimeout, 30*time.Minute)
-		defaults(&t.Keepalive, 15*time.Second)
+		if t.Timeout <= 0 || t.Keepalive <= 0 {
+			bad(f, "timeout and keepalive must be positive")
+		}
 		if t.Timeout > t.MaxTimeout {
 			bad(f+".timeout", "must not exceed max_timeout (%s)", t.MaxTimeout)
-		}
-		if t.MaxStdinBytes == 0 {
-			t.MaxStdinBytes = 1 << 20
-		}
-		if t.MaxSessions == 0 {
-			t.MaxSessions = 8
 		}
 		if t.MaxSessions < 1 || t.MaxSessions > 64 {
 			bad(f+".max_sessions", "must be 1-64, got %d", t.MaxSessions)
@@ -399,8 +456,6 @@ func (c *Config) Validate() error {
 			bad(f, "output_limit, max_stdin_bytes and max_concurrent must not be negative")
 		}
 		switch t.StopMode {
-		case "":
-			t.StopMode = "signal"
 		case "signal", "wrapper":
 		default:
 			bad(f+".stop_mode", `must be "signal" or "wrapper", got %q`, t.StopMode)
@@ -432,11 +487,10 @@ func (c *Config) Validate() error {
 			bad(f+".base_url", "must not carry a query or fragment; use auth = \"query\" for a credential parameter")
 		}
 		if len(e.Methods) == 0 {
-			e.Methods = []string{"GET"}
+			bad(f+".methods", "must name at least one method")
 		}
-		for i, m := range e.Methods {
-			e.Methods[i] = strings.ToUpper(m)
-			if !slices.Contains([]string{"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"}, e.Methods[i]) {
+		for _, m := range e.Methods {
+			if !slices.Contains([]string{"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"}, m) {
 				bad(f+".methods", "unknown method %q", m)
 			}
 		}
@@ -446,7 +500,7 @@ func (c *Config) Validate() error {
 			}
 		}
 		want := map[string][]string{ // auth kind → fields it needs
-			"": nil, "none": nil, "bearer": {"token_secret"}, "basic": {"user", "password_secret"},
+			"none": nil, "bearer": {"token_secret"}, "basic": {"user", "password_secret"},
 			"header": {"header", "token_secret"}, "query": {"param", "token_secret"},
 		}
 		need, ok := want[e.Auth]
@@ -464,35 +518,19 @@ func (c *Config) Validate() error {
 				bad(f+"."+field, "is required by auth = %q", e.Auth)
 			}
 		}
-		if e.Auth == "" {
-			e.Auth = "none"
-		}
 		switch e.FollowRedirects {
-		case "":
-			e.FollowRedirects = "none"
 		case "none", "same-origin":
 		default:
 			bad(f+".follow_redirects", `must be "none" or "same-origin", got %q`, e.FollowRedirects)
 		}
-		defaults(&e.Timeout, 30*time.Second)
-		defaults(&e.MaxTimeout, 5*time.Minute)
+		if e.Timeout <= 0 {
+			bad(f+".timeout", "must be positive")
+		}
 		if e.Timeout > e.MaxTimeout {
 			bad(f+".timeout", "must not exceed max_timeout (%s)", e.MaxTimeout)
 		}
-		if e.MaxRequestBytes == 0 {
-			e.MaxRequestBytes = 1 << 20
-		}
-		if e.DrainCap == 0 {
-			e.DrainCap = 64 << 20
-		}
-		if e.MaxAttempts == 0 {
-			e.MaxAttempts = 3
-		}
 		if e.MaxRequestBytes < 0 || e.DrainCap < 0 || e.MaxAttempts < 1 || e.MaxAttempts > 10 || e.MaxConcurrent < 0 {
 			bad(f, "max_request_bytes and drain_cap must not be negative, max_attempts must be 1-10")
-		}
-		if len(e.ResponseHeaders) == 0 {
-			e.ResponseHeaders = []string{"Content-Type", "Content-Length", "Location", "Retry-After", "ETag", "X-Request-Id"}
 		}
 		errs = append(errs, checkSecretNames(f, map[string]string{
 			"token_secret": e.TokenSecret, "password_secret": e.PasswordSecret,
@@ -500,12 +538,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, checkNoInline(f, e.Description, e.BaseURL, e.User, e.Header, e.Param)...)
 	}
 	return errors.Join(errs...)
-}
-
-func defaults(d *time.Duration, v time.Duration) {
-	if *d == 0 {
-		*d = v
-	}
 }
 
 func (c *Config) jumpLoop(start string) error {

@@ -1,4 +1,4 @@
-package gateway
+package output
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ func ResultSize(structured any, text string) (int, error) {
 // NamedStream names a stream summary inside a tool's structured result.
 type NamedStream struct {
 	Name    string
-	Summary *StreamSummary
+	Summary *Stream
 }
 
 // ResultSpec is a finished action, for BuildResult.
@@ -99,7 +99,7 @@ func jsonLen(s string) int {
 func shrinkLargestPreview(streams []NamedStream, over int) bool {
 	var pick *string
 	var isHead bool
-	var sum *StreamSummary
+	var sum *Stream
 	best := 2 // the size of ""
 	for _, ns := range streams {
 		for _, p := range []struct {
@@ -309,7 +309,7 @@ func FitSearch(r *SearchResult, pattern string, resultBytes int) (string, error)
 
 func describeSearch(r *SearchResult, pattern string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "search_output on %s of %s for %s: %s", r.Stream, r.Handle, clip(pattern, 200), plural(int64(len(r.Matches)), "matching line"))
+	fmt.Fprintf(&b, "search_output on %s of %s for %s: %s", r.Stream, r.Handle, Clip(pattern, 200), plural(int64(len(r.Matches)), "matching line"))
 	if len(r.Missing) > 0 {
 		fmt.Fprintf(&b, " in the kept bytes; not searched (not kept on disk): %s", rangeWords(r.Missing, -1))
 	}

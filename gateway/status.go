@@ -1,0 +1,26 @@
+package gateway
+
+// Status is how an action ended, as results and the audit log give it.
+type Status string
+
+// Statuses of SSH commands.
+const (
+	StatusExited      Status = "exited"       // the command exited; see the exit code
+	StatusSignaled    Status = "signaled"     // a signal killed the command
+	StatusOutputLimit Status = "output_limit" // the target's output_limit stopped the command
+)
+
+// Statuses of HTTP requests.
+const (
+	StatusOK        Status = "ok"         // a 1xx, 2xx or 3xx response, body read whole
+	StatusHTTPError Status = "http_error" // a 4xx or 5xx response, body read whole
+	StatusBodyLimit Status = "body_limit" // the body went on past the drain cap and was cut
+)
+
+// Statuses of every kind of action.
+const (
+	StatusTimeout   Status = "timeout"   // the action's timeout expired; it was stopped
+	StatusCancelled Status = "cancelled" // the client or a shutdown cancelled it; it was stopped
+	StatusFailed    Status = "failed"    // it could not run or its connection was lost
+	StatusDenied    Status = "denied"    // policy refused it; it did not run
+)
