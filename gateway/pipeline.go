@@ -116,6 +116,11 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 	stopProgress := reportProgress(progress, &received, start)
 	e := a.execute(actx, timeout, writers)
 	stopProgress()
+	if e.status.cutShort() {
+		for _, c := range captures {
+			c.Cut()
+		}
+	}
 	out.Finish()
 
 	if e.duration == 0 {

@@ -24,3 +24,13 @@ const (
 	StatusFailed    Status = "failed"    // it could not run or its connection was lost
 	StatusDenied    Status = "denied"    // policy refused it; it did not run
 )
+
+// cutShort reports whether an action with this status may have stopped in
+// the middle of its output.
+func (s Status) cutShort() bool {
+	switch s {
+	case StatusExited, StatusSignaled, StatusOK, StatusHTTPError:
+		return false
+	}
+	return true
+}

@@ -17,9 +17,11 @@ import (
 	"github.com/actiongw/actiongw/sshexec"
 )
 
-// SecretStore is what the gateway needs of the keyring.
+// SecretStore is what the gateway needs of the keyring: the secrets the
+// config names, and a place for its own (the audit log's key).
 type SecretStore interface {
 	Get(ctx context.Context, name string) (secrets.Value, error)
+	Set(ctx context.Context, name string, value []byte) error
 }
 
 // sshTarget is a configured SSH target, ready to use.

@@ -46,9 +46,12 @@ type Server struct {
 	ResultBytes int `toml:"result_bytes" default:"65536"`
 	// MaxConcurrentActions bounds actions running at once.
 	MaxConcurrentActions int `toml:"max_concurrent_actions" default:"16"`
-	// QueueWait is how long a call waits for a free action slot before it
-	// gets a busy error.
+	// QueueWait is how long a call waits for a free action slot, or for a
+	// session of its SSH target, before it is refused as busy.
 	QueueWait time.Duration `toml:"queue_wait" default:"10s"`
+	// MaxConcurrentReads bounds read_output and search_output calls
+	// running at once; more wait for a turn.
+	MaxConcurrentReads int `toml:"max_concurrent_reads" default:"4"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level" default:"info"`
 	// HeadBytes and TailBytes are the in-memory preview of each stream;
@@ -62,6 +65,9 @@ type Server struct {
 	// SpoolTTL and SpoolMaxBytes evict finished actions from the spool.
 	SpoolTTL      time.Duration `toml:"spool_ttl" default:"24h"`
 	SpoolMaxBytes int64         `toml:"spool_max_bytes" default:"1073741824"`
+	// AuditRotateBytes is the size at which the audit log is rotated; the
+	// hash chain continues in the next file.
+	AuditRotateBytes int64 `toml:"audit_rotate_bytes" default:"67108864"`
 }
 
 // SSHTarget is one host an agent may run commands on.
@@ -100,10 +106,15 @@ type SSHTarget struct {
 	// OutputLimit stops the command once this many bytes arrived; zero
 	// means no limit (output is still bounded in memory).
 	OutputLimit int64 `toml:"output_limit"`
-	// MaxStdinBytes bounds the stdin a call may send.
-	MaxStdinBytes int64 `toml:"max_stdin_bytes" default:"1048576"`
+	// MaxStdinBytes bounds the stdin a call may send, MaxCommandBytes its
+	// command.
+	MaxStdinBytes   int64 `toml:"max_stdin_bytes" default:"1048576"`
+	MaxCommandBytes int   `toml:"max_command_bytes" default:"65536"`
 	// MaxSessions bounds sessions per connection: OpenSSH's MaxSessions.
 	MaxSessions int `toml:"max_sessions" default:"10"`
+	// MaxConnections bounds the connections opened to this target: a
+	// second one opens when every session of the first is in use.
+	MaxConnections int `toml:"max_connections" default:"2"`
 	// Keepalive is the interval of keepalive requests on a connection.
 	Keepalive time.Duration `toml:"keepalive" default:"15s"`
 	// StopMode is "signal" (send TERM/KILL, fall back to killing the
@@ -143,6 +154,10 @@ type HTTPEndpoint struct {
 	Timeout         time.Duration `toml:"timeout" default:"30s"`
 	MaxTimeout      time.Duration `toml:"max_timeout" default:"5m"`
 	MaxRequestBytes int64         `toml:"max_request_bytes" default:"1048576"`
+	// MaxURLBytes bounds a call's path and query together, MaxHeaderBytes
+	// its headers (names and values).
+	MaxURLBytes    int `toml:"max_url_bytes" default:"8192"`
+	MaxHeaderBytes int `toml:"max_header_bytes" default:"16384"`
 	// DrainCap is how much of a body is read past the retained part
 	// before the request is aborted.
 	DrainCap int64 `toml:"drain_cap" default:"67108864"`
@@ -150,6 +165,13 @@ type HTTPEndpoint struct {
 	// HeaderDeny lists more it may not.
 	HeaderAllow []string `toml:"header_allow"`
 	HeaderDeny  []string `toml:"header_deny"`
+	// AllowSpecialHeaders lists headers, refused by default, that this
+	// endpoint may send: those that change the form of the response
+	// (Accept-Encoding, Range, If-Range, TE), which could carry a
+	// credential past redaction compressed or in pieces, and those that
+	// change the method (X-HTTP-Method-Override and the like), which could
+	// carry a call past the methods allowed.
+	AllowSpecialHeaders []string `toml:"allow_special_headers"`
 	// ResponseHeaders lists the response headers returned to the agent.
 	ResponseHeaders []string `toml:"response_headers" default:"Content-Type,Content-Length,Location,Retry-After,ETag,X-Request-Id,Request-Id"`
 	// MaxAttempts bounds retries of idempotent requests (1: no retry).
@@ -390,6 +412,12 @@ func (c *Config) Validate() error {
 	if s.QueueWait <= 0 {
 		bad("server.queue_wait", "must be positive, got %s", s.QueueWait)
 	}
+	if s.MaxConcurrentReads < 1 {
+		bad("server.max_concurrent_reads", "must be at least 1, got %d", s.MaxConcurrentReads)
+	}
+	if s.AuditRotateBytes < 1<<20 {
+		bad("server.audit_rotate_bytes", "must be at least 1 MiB, got %d", s.AuditRotateBytes)
+	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
 		bad("server.log_level", "must be debug, info, warn or error, got %q", s.LogLevel)
 	}
@@ -451,6 +479,14 @@ func (c *Config) Validate() error {
 		}
 		if t.MaxSessions < 1 || t.MaxSessions > 64 {
 			bad(f+".max_sessions", "must be 1-64, got %d", t.MaxSessions)
+		}
+		if t.MaxConnections < 1 || t.MaxConnections > 16 {
+			bad(f+".max_connections", "must be 1-16, got %d", t.MaxConnections)
+		}
+		// sshd drops the whole connection for a request over its packet
+		// limit (256 KiB); the quoted command must stay well under it.
+		if t.MaxCommandBytes < 1 || t.MaxCommandBytes > 64<<10 {
+			bad(f+".max_command_bytes", "must be 1-65536, got %d", t.MaxCommandBytes)
 		}
 		if t.OutputLimit < 0 || t.MaxStdinBytes < 0 || t.MaxConcurrent < 0 {
 			bad(f, "output_limit, max_stdin_bytes and max_concurrent must not be negative")
@@ -528,6 +564,9 @@ func (c *Config) Validate() error {
 		}
 		if e.Timeout > e.MaxTimeout {
 			bad(f+".timeout", "must not exceed max_timeout (%s)", e.MaxTimeout)
+		}
+		if e.MaxURLBytes < 1 || e.MaxHeaderBytes < 1 {
+			bad(f, "max_url_bytes and max_header_bytes must be positive")
 		}
 		if e.MaxRequestBytes < 0 || e.DrainCap < 0 || e.MaxAttempts < 1 || e.MaxAttempts > 10 || e.MaxConcurrent < 0 {
 			bad(f, "max_request_bytes and drain_cap must not be negative, max_attempts must be 1-10")

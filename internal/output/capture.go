@@ -98,6 +98,17 @@ func (c *Capture) Write(p []byte) (int, error) {
 	return c.red.Write(p)
 }
 
+// Cut ends a stream that stopped early, before Finish: held-back bytes
+// that could begin a secret are replaced rather than released.
+func (c *Capture) Cut() {
+	if c.flushed {
+		return
+	}
+	c.flushed = true
+	c.red.Cut()
+	c.hash.finish()
+}
+
 // flush ends the stream: it releases the bytes the redactor held back.
 func (c *Capture) flush() {
 	if c.flushed {

