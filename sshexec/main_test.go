@@ -1,16 +1,15 @@
 package sshexec
 
 import (
-	"bytes"
 	"context"
 	"encoding/pem"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/syncbuf"
 	"go.uber.org/goleak"
 )
 
@@ -46,24 +45,6 @@ func newPool(t *testing.T) *Pool {
 	return p
 }
 
-// buffer is a bytes.Buffer safe for the concurrent writes of two streams.
-type buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // output is what a command wrote, with its result.
 type output struct {
 	res            *Result
@@ -75,7 +56,7 @@ func runCmd(t *testing.T, p *Pool, tg *Target, command string) (output, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var stdout, stderr buffer
+	var stdout, stderr syncbuf.Buffer
 	res, err := p.Run(ctx, tg, Request{Command: command, Stdout: &stdout, Stderr: &stderr})
 	return output{res, stdout.String(), stderr.String()}, err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/syncbuf"
 )
 
 // logins counts the logins sshd accepted so far.
@@ -53,7 +54,7 @@ func TestMaxSessions(t *testing.T) {
 					defer wg.Done()
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 					defer cancel()
-					var out buffer
+					var out syncbuf.Buffer
 					res, err := p.Run(ctx, tg, Request{Command: fmt.Sprintf("sleep 0.2; echo %d", i), Stdout: &out})
 					if err == nil && (res.Status != StatusExited || out.String() != fmt.Sprintf("%d\n", i)) {
 						err = fmt.Errorf("got %+v, %q", res, out.String())
@@ -76,8 +77,8 @@ func TestMaxSessions(t *testing.T) {
 }
 
 // runSleeper starts a silent remote command on tg and returns once it
-// runs; its result arrives on the channel.
-func runSleeper(t *testing.T, s *sshtest.Server, p *Pool, tg *Target) <-chan output {
+// runs, with the pid of its shell; its result arrives on the channel.
+func runSleeper(t *testing.T, s *sshtest.Server, p *Pool, tg *Target) (<-chan output, int) {
 	t.Helper()
 	dir := s.UserDir(t)
 	done := make(chan output, 1)
@@ -88,8 +89,8 @@ func runSleeper(t *testing.T, s *sshtest.Server, p *Pool, tg *Target) <-chan out
 		}
 		done <- out
 	}()
-	sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
-	return done
+	pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
+	return done, pid
 }
 
 // TestServerCrash kills sshd while a command runs: the call fails at once,
@@ -98,7 +99,7 @@ func TestServerCrash(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	p := newPool(t)
 	tg := target(s)
-	done := runSleeper(t, s, p, tg)
+	done, _ := runSleeper(t, s, p, tg)
 	s.Crash()
 	select {
 	case out := <-done:
@@ -180,9 +181,14 @@ func TestCloseDuringRun(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	p := NewPool(testLogger())
 	tg := target(s)
-	done := runSleeper(t, s, p, tg)
+	done, pid := runSleeper(t, s, p, tg)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// Closing the pool drops the connection; the remote dead-man switch
+	// stops the command.
+	if !sshtest.WaitGone(pid, 30*time.Second) {
+		t.Errorf("remote command %d still runs after Close", pid)
 	}
 	select {
 	case out := <-done:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,9 +55,12 @@ type Result struct {
 	// command was started (dialling, waiting for a session slot).
 	Duration, ConnectDuration time.Duration
 	// RemoteStopped is set when Run had to stop the command, or lost it:
-	// true only when the command's process group was verified gone on the
-	// target, false when that could not be verified.
+	// true only when every process the command started (its process group
+	// and every process carrying its run id, also those that left the
+	// group) was verified gone on the target; false when that could not be
+	// verified, with Unverified saying why.
 	RemoteStopped *bool
+	Unverified    string
 	// Reason says why the run was stopped or failed, from the
 	// cancellation cause; empty for a command that ended by itself.
 	Reason string
@@ -118,7 +120,7 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 	}
 	defer c.release()
 
-	r := &run{pool: p, conn: c, target: t, req: req, start: start, cancel: cancel}
+	r := &run{pool: p, conn: c, target: t, req: req, start: start, cancel: cancel, runID: newRunID()}
 	r.stdout = &meter{run: r, w: req.Stdout}
 	r.stderr = &meter{run: r, w: req.Stderr}
 	res, err := r.run(ctx, ch, reqs)
@@ -200,6 +202,7 @@ type run struct {
 	req    Request
 	start  time.Time
 	cancel context.CancelCauseFunc
+	runID  string // in the environment of every process the command starts
 
 	stdout, stderr *meter
 	total          atomic.Int64 // stdout + stderr bytes received
@@ -215,7 +218,9 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	r.s = startSession(ch, reqs, r.stdout, r.stderr, markerOn)
 	res := &Result{}
 	var err error
-	r.bounded(func() { err = r.s.exec(r.target, wrap(r.req.Command), r.req.Stdin) })
+	hb := r.target.keepalive()
+	script := wrap(r.req.Command, r.runID, len(r.req.Stdin), !r.target.UsePTY, heartbeatDeadline(hb))
+	r.bounded(func() { err = r.s.exec(r.target, script, r.req.Stdin, hb) })
 	if err != nil {
 		ch.Close()
 		<-r.s.done
@@ -239,8 +244,8 @@ wait:
 			break wait
 		case <-ctx.Done():
 			cause = context.Cause(ctx)
-			stopped := r.stop()
-			res.RemoteStopped = &stopped
+			stopped, why := r.stop()
+			res.RemoteStopped, res.Unverified = &stopped, why
 			break wait
 		}
 	}
@@ -257,7 +262,13 @@ wait:
 		res.Reason = msg
 	default:
 		res.Status, res.Reason = StatusFailed, r.lostReason()
-		res.RemoteStopped = ptr(false) // not verified: the connection may be gone
+		// The command may still run: kill what is left, on a new
+		// connection if this one is gone, and look.
+		if pgid := r.s.waitPGID(0); pgid != 0 {
+			r.control(killScript("KILL", pgid, r.runID))
+		}
+		stopped, why := r.verify()
+		res.RemoteStopped, res.Unverified = &stopped, why
 	}
 	r.counts(res)
 	return res, r.writeErr()
@@ -322,16 +333,3 @@ func (m *meter) err() error {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// wrap prefixes command with a line that reports the process group of the
-// remote shell. sshd makes that shell a session leader (setsid), so its pid
-// is the group that holds the command and everything it starts, which can
-// then be killed from another session when "signal" requests are refused.
-// eval keeps a syntax error in the command from hiding the marker.
-func wrap(command string) string {
-	return `printf '\036actiongw-pgid %d\n' "$$" >&2; eval ` + shellQuote(command)
-}
-
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +18,11 @@ import (
 // their writers until the channel closes, records the exit status, and
 // picks the wrapper's process-group line out of the marker stream.
 type session struct {
-	ch   ssh.Channel
-	wg   sync.WaitGroup
-	done chan struct{} // closed when both streams and the requests are drained
+	ch          ssh.Channel
+	readers     sync.WaitGroup // stdout, stderr, requests
+	stdin       sync.WaitGroup // the stdin writer (see exec)
+	streamsDone chan struct{}  // closed when both streams and the requests are drained
+	done        chan struct{}  // closed when, after that, the stdin writer ended too
 
 	mu     sync.Mutex
 	code   *int
@@ -27,6 +30,7 @@ type session struct {
 	msg    string
 
 	pgid        atomic.Int64
+	armed       atomic.Bool // the wrapper's dead-man switch reads stdin for heartbeats
 	pgidOnce    sync.Once
 	pgidDecided chan struct{} // closed when pgid is known, or known to be missing
 }
@@ -39,14 +43,17 @@ const pgidMarker = "\x1eactiongw-pgid "
 const maxMarkerScan = 4096
 
 func startSession(ch ssh.Channel, reqs <-chan *ssh.Request, stdout, stderr, markerOn io.Writer) *session {
-	s := &session{ch: ch, done: make(chan struct{}), pgidDecided: make(chan struct{})}
-	s.wg.Add(4) // stdout, stderr, requests, stdin (see exec)
+	s := &session{ch: ch, streamsDone: make(chan struct{}), done: make(chan struct{}), pgidDecided: make(chan struct{})}
+	s.readers.Add(3)
+	s.stdin.Add(1) // see exec
 	go s.copy(stdout, ch, markerOn == stdout)
 	go s.copy(stderr, ch.Stderr(), markerOn == stderr)
 	go s.requests(reqs)
 	go func() {
-		s.wg.Wait()
+		s.readers.Wait()
 		s.decidePGID(0)
+		close(s.streamsDone)
+		s.stdin.Wait()
 		close(s.done)
 	}()
 	return s
@@ -59,9 +66,12 @@ type ptyRequestMsg struct {
 	Modelist      string
 }
 
-// exec starts command, then sends stdin and end of file. It must be called
-// once, right after startSession.
-func (s *session) exec(t *Target, command string, stdin []byte) error {
+// exec starts command (a wrapped one: see wrapperScript), then sends stdin.
+// When the wrapper armed its dead-man switch, a heartbeat byte follows
+// every heartbeat interval until the session ends, and stdin is never
+// closed; otherwise end of file follows stdin. It must be called once,
+// right after startSession.
+func (s *session) exec(t *Target, command string, stdin []byte, heartbeat time.Duration) error {
 	if t.UsePTY {
 		// No echo, so that stdin does not come back as output.
 		var modes []byte
@@ -74,7 +84,7 @@ func (s *session) exec(t *Target, command string, stdin []byte) error {
 			err = fmt.Errorf("server refused a pseudo-terminal")
 		}
 		if err != nil {
-			s.wg.Done()
+			s.stdin.Done()
 			return fmt.Errorf("request pty: %w", err)
 		}
 	}
@@ -83,27 +93,38 @@ func (s *session) exec(t *Target, command string, stdin []byte) error {
 		err = fmt.Errorf("server refused to run the command")
 	}
 	if err != nil {
-		s.wg.Done()
+		s.stdin.Done()
 		return fmt.Errorf("start command: %w", err)
 	}
-	if len(stdin) == 0 {
-		s.ch.CloseWrite()
-		s.wg.Done()
-		return nil
-	}
 	go func() {
-		defer s.wg.Done()
+		defer s.stdin.Done()
 		// An error means the command exited or the channel closed before
 		// reading everything, which its exit status reports.
-		if _, err := s.ch.Write(stdin); err == nil {
+		if _, err := s.ch.Write(stdin); err != nil {
+			return
+		}
+		if s.waitPGID(heartbeat); !s.armed.Load() {
 			s.ch.CloseWrite()
+			return
+		}
+		tick := time.NewTicker(heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.streamsDone:
+				return
+			case <-tick.C:
+				if _, err := s.ch.Write([]byte{'.'}); err != nil {
+					return
+				}
+			}
 		}
 	}()
 	return nil
 }
 
 func (s *session) requests(reqs <-chan *ssh.Request) {
-	defer s.wg.Done()
+	defer s.readers.Done()
 	for req := range reqs {
 		switch req.Type {
 		case "exit-status":
@@ -136,7 +157,7 @@ func (s *session) requests(reqs <-chan *ssh.Request) {
 // copy drains r into w until end of file. With marker set, it removes the
 // wrapper's process-group line.
 func (s *session) copy(w io.Writer, r io.Reader, marker bool) {
-	defer s.wg.Done()
+	defer s.readers.Done()
 	buf := make([]byte, 64<<10)
 	var pending []byte
 	for {
@@ -188,11 +209,15 @@ func (s *session) scanMarker(pending []byte) (before, after []byte, looking bool
 		}
 		return nil, nil, true
 	}
-	line := bytes.TrimRight(pending[i+len(pgidMarker):i+nl], "\r")
-	pgid, _ := strconv.ParseInt(string(line), 10, 64)
+	fields := strings.Fields(string(pending[i+len(pgidMarker) : i+nl]))
+	var pgid int64
+	if len(fields) > 0 {
+		pgid, _ = strconv.ParseInt(fields[0], 10, 64)
+	}
 	if pgid <= 1 {
 		pgid = 0
 	}
+	s.armed.Store(len(fields) > 1 && fields[1] == "armed")
 	s.decidePGID(pgid)
 	return pending[:i], pending[i+nl+1:], false
 }

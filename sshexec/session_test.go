@@ -27,7 +27,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 func copyMarked(stream []byte, chunk int) (out []byte, pgid int64) {
 	s := &session{pgidDecided: make(chan struct{})}
 	var buf bytes.Buffer
-	s.wg.Add(1)
+	s.readers.Add(1)
 	s.copy(&buf, &chunkReader{stream, chunk}, true)
 	s.decidePGID(0)
 	return buf.Bytes(), s.pgid.Load()

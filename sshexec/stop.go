@@ -15,11 +15,13 @@ import (
 const controlTimeout = 10 * time.Second
 
 // stop ends the running command in stages, each given the target's grace
-// period: TERM, KILL, closing the session, closing the connection. Signals
-// go as "signal" requests with want-reply; once the server refuses one (or
-// with StopWrapper), they are sent to the command's process group from a
-// second session. It reports whether the process group was verified gone.
-func (r *run) stop() bool {
+// period: TERM, KILL, closing the session (which also fires the wrapper's
+// dead-man switch), closing the connection. Signals go as "signal" requests
+// with want-reply; once the server refuses one (or with StopWrapper), they
+// are sent from a second session to the command's process group and every
+// process carrying its run id. It reports whether all of them were
+// verified gone, and if not, why.
+func (r *run) stop() (bool, string) {
 	grace := r.target.stopGrace()
 	useSignal := r.target.StopMode != StopWrapper
 	// A command stopped right after it started may not have reported its
@@ -34,7 +36,7 @@ func (r *run) stop() bool {
 			r.conn.logger.Debug("server refused a signal request; killing the process group from a second session", "signal", sig)
 		}
 		if !useSignal {
-			r.killGroup(sig, grace)
+			r.kill(sig, grace)
 		}
 		if r.s.wait(grace) {
 			return r.verify()
@@ -72,37 +74,44 @@ func (r *run) bounded(f func()) {
 	f()
 }
 
-// killGroup sends sig to the command's process group from a second session.
-func (r *run) killGroup(sig string, grace time.Duration) {
+// kill sends sig, from a second session, to the command's process group
+// and to every process that carries its run id.
+func (r *run) kill(sig string, grace time.Duration) {
 	pgid := r.s.waitPGID(grace)
 	if pgid == 0 {
 		return
 	}
-	if _, err := r.control(fmt.Sprintf("kill -%s -%d", sig, pgid)); err != nil {
-		r.conn.logger.Debug("kill process group", "signal", sig, "error", err.Error())
+	if _, err := r.control(killScript(sig, pgid, r.runID)); err != nil {
+		r.conn.logger.Debug("kill the command's processes", "signal", sig, "error", err.Error())
 	}
 }
 
-// verify reports whether the command's process group is gone, killing what
-// is left of it for up to the grace period.
-func (r *run) verify() bool {
+// verify reports whether every process of the command (its process group
+// and every process carrying its run id) is gone, killing what is left for
+// up to the grace period; when it cannot tell, or something survives, it
+// says why.
+func (r *run) verify() (bool, string) {
 	pgid := r.s.waitPGID(0)
 	if pgid == 0 {
-		return false
+		return false, "the command never reported its process group"
 	}
 	deadline := time.Now().Add(r.target.stopGrace())
 	for {
-		code, err := r.control(groupAliveScript(pgid))
+		code, err := r.control(aliveScript(pgid, r.runID))
 		switch {
 		case err != nil:
-			r.conn.logger.Debug("check process group", "error", err.Error())
-			return false
+			r.conn.logger.Debug("check the command's processes", "error", err.Error())
+			return false, "could not check the target's processes: " + err.Error()
+		case code == 1:
+			return true, ""
+		case code == 3:
+			return false, "the target's processes cannot be listed (no /proc, no ps)"
 		case code != 0:
-			return true
+			return false, fmt.Sprintf("the check of the target's processes failed with status %d", code)
 		case time.Now().After(deadline):
-			return false
+			return false, "processes of the command were still running after repeated KILL"
 		}
-		r.control(fmt.Sprintf("kill -KILL -%d", pgid))
+		r.control(killScript("KILL", pgid, r.runID))
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -155,13 +164,4 @@ func (r *run) control(command string) (int, error) {
 		return 0, fmt.Errorf("run %q: no exit status", command)
 	}
 	return code, nil
-}
-
-// groupAliveScript exits 1 when process group pgid has no process left but
-// zombies, which kill -0 alone counts: orphans wait for their new parent to
-// reap them, and some init processes take their time.
-func groupAliveScript(pgid int64) string {
-	return fmt.Sprintf(`kill -0 -%[1]d 2>/dev/null || exit 1
-ps=$(ps -A -o pgid= -o stat= 2>/dev/null) || exit 0
-printf '%%s\n' "$ps" | awk '$1 == %[1]d && $2 !~ /^Z/ { alive = 1 } END { exit !alive }'`, pgid)
 }

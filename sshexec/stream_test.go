@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/syncbuf"
 )
 
 // countWriter counts bytes and checks that they are all zero.
@@ -41,7 +42,7 @@ func TestDrainLarge(t *testing.T) {
 	p := newPool(t)
 	const size = 1 << 30
 	var stdout countWriter
-	var stderr buffer
+	var stderr syncbuf.Buffer
 	var peak atomic.Uint64
 	stopSampling := make(chan struct{})
 	var wg sync.WaitGroup
@@ -109,7 +110,7 @@ func TestOutputLimit(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	p := newPool(t)
 	dir := s.UserDir(t)
-	var stdout, stderr buffer
+	var stdout, stderr syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := p.Run(ctx, target(s), Request{
@@ -141,7 +142,7 @@ func TestStdinAndTimeout(t *testing.T) {
 	ctx := context.Background()
 
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB, more than a window
-	var stdout buffer
+	var stdout syncbuf.Buffer
 	res, err := p.Run(ctx, tg, Request{Command: "wc -c; cat >/dev/null", Stdin: big, Stdout: &stdout, Timeout: 0})
 	if err != nil || res.Status != StatusExited || strings.TrimSpace(stdout.String()) != strconv.Itoa(len(big)) {
 		t.Errorf("stdin: got %+v, %q, %v; want wc to count %d bytes", res, stdout.String(), err, len(big))

@@ -1,0 +1,273 @@
+package sshexec
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/syncbuf"
+)
+
+// proxy forwards TCP connections to an sshd, so a test can take the
+// network away from a client: cut stops forwarding but keeps every socket
+// open (a network cut: nothing arrives and nothing closes), kill closes
+// them (the server sees the connection end, as when the client process
+// dies). Both also stop accepting, so the client cannot dial again and
+// only the server side can stop the command.
+type proxy struct {
+	ln     net.Listener
+	to     string
+	cutCh  chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, to string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, to: to, cutCh: make(chan struct{})}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		p.kill()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+func (p *proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		if !p.track(c, s) {
+			return
+		}
+		p.wg.Go(func() { p.pipe(s, c) })
+		p.wg.Go(func() { p.pipe(c, s) })
+	}
+}
+
+func (p *proxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		for _, c := range conns {
+			c.Close()
+		}
+		return false
+	}
+	p.conns = append(p.conns, conns...)
+	return true
+}
+
+// pipe copies from src to dst until either closes; after cut it reads and
+// drops, so neither end sees anything more and neither is closed.
+func (p *proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.cutCh:
+			if err != nil {
+				return
+			}
+			continue
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+func (p *proxy) cut() {
+	p.ln.Close()
+	p.once.Do(func() { close(p.cutCh) })
+}
+
+func (p *proxy) kill() {
+	p.cut()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// viaProxy is target(s) reached through a new proxy, with the host key
+// pinned (known_hosts names sshd's own port) and a short keepalive, so
+// that heartbeats and their deadline are quick.
+func viaProxy(t *testing.T, s *sshtest.Server) (*Target, *proxy) {
+	px := startProxy(t, s.Addr())
+	tg := target(s)
+	tg.Name = "proxied"
+	tg.Port = px.port()
+	tg.HostKey, tg.KnownHostsPath = s.Fingerprint(), ""
+	tg.Keepalive = time.Second
+	return tg, px
+}
+
+// startRemote starts command (which must write its pid to the file
+// "pid" in dir, as `echo $$ > pid` does) and returns once it runs, with
+// the pid and a channel that gets Run's outcome.
+func startRemote(t *testing.T, p *Pool, tg *Target, dir, command string) (int, <-chan error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := p.Run(ctx, tg, Request{Command: "cd " + dir + " || exit 1\n" + command, Stdout: io.Discard, Stderr: io.Discard})
+		done <- err
+	}()
+	return sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second), done
+}
+
+// TestDeadManSwitch takes the network away from a client while a silent
+// and a noisy command run, in both ways it can go, with the client unable
+// to reconnect: only the remote side can stop the commands, and it must,
+// within its heartbeat deadline.
+func TestDeadManSwitch(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	for _, tc := range []struct {
+		name string
+		drop func(*proxy)
+	}{
+		{"connection closed", (*proxy).kill},
+		{"network cut", (*proxy).cut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(t)
+			tg, px := viaProxy(t, s)
+			silentDir, noisyDir := s.UserDir(t), s.UserDir(t)
+			silent, silentDone := startRemote(t, p, tg, silentDir, "echo $$ > pid; sleep 1000")
+			noisy, noisyDone := startRemote(t, p, tg, noisyDir, "echo $$ > pid; while :; do echo noise; done")
+			tc.drop(px)
+			// The client notices too (its keepalive, or the closed
+			// socket); what matters is the remote side.
+			for _, d := range []<-chan error{silentDone, noisyDone} {
+				<-d
+			}
+			for name, pid := range map[string]int{"silent": silent, "noisy": noisy} {
+				if !sshtest.WaitGone(pid, 30*time.Second) {
+					t.Errorf("%s command %d still runs on the target after the client lost it", name, pid)
+				}
+			}
+		})
+	}
+}
+
+// TestDeadManHeartbeat runs a command for longer than the heartbeat
+// deadline: the heartbeats keep it alive and it ends by itself.
+func TestDeadManHeartbeat(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg, _ := viaProxy(t, s)
+	d := heartbeatDeadline(tg.Keepalive)
+	out, err := runCmd(t, p, tg, fmt.Sprintf("read line; sleep %d; echo \"$line\" done", int(d.Seconds())+2))
+	if err != nil || out.res.Status != StatusExited || *out.res.ExitCode != 0 || out.stdout != " done\n" {
+		t.Fatalf("got %+v, stdout %q, %v; want exited 0 after the deadline, and stdin at end of file", out.res, out.stdout, err)
+	}
+}
+
+// TestStopEscapees stops commands whose processes left the process group
+// or the session: remote_stopped is true only when they are gone too.
+func TestStopEscapees(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := target(s)
+	for _, tc := range []struct{ name, command string }{
+		{"setsid", "setsid sleep 4003 & echo $! > pid; echo started; sleep 1000"},
+		{"new group", "(set -m; sleep 4004 & echo $! > pid; wait) & wait"},
+		{"double fork", "( (sleep 4005 & echo $! > pid) & ) ; sleep 1000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := s.UserDir(t)
+			var stdout syncbuf.Buffer
+			type result struct {
+				res *Result
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := p.Run(context.Background(), tg, Request{Command: "cd " + dir + " || exit 1\n" + tc.command, Stdout: &stdout, Timeout: 3 * time.Second})
+				done <- result{res, err}
+			}()
+			pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second)
+			r := <-done
+			if r.err != nil || r.res.Status != StatusTimeout {
+				t.Fatalf("got %+v, %v; want a timeout", r.res, r.err)
+			}
+			if r.res.RemoteStopped == nil || !*r.res.RemoteStopped {
+				t.Errorf("remote_stopped %v (%s); want true", r.res.RemoteStopped, r.res.Unverified)
+			}
+			if !sshtest.WaitGone(pid, 10*time.Second) {
+				t.Errorf("process %d that left the command's group still runs, remote_stopped %v", pid, *r.res.RemoteStopped)
+			}
+		})
+	}
+}
+
+// TestAliveScriptCannotList runs the check where neither /proc's
+// environments nor ps can be read: it must say so (3), not "gone" (1).
+func TestAliveScriptCannotList(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	cmd := exec.Command(sh, "-c", aliveScript(int64(os.Getpid()), newRunID()))
+	cmd.Env = []string{"PATH=" + t.TempDir()} // no grep, no ps, no awk
+	err = cmd.Run()
+	var code int
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != 3 {
+		t.Errorf("aliveScript without grep and ps: exit %d (%v); want 3 (cannot verify)", code, err)
+	}
+}
+
+// TestWrapperQuoting runs commands with every quote and shell metacharacter
+// through the wrapper on a real sshd: they run exactly as given.
+func TestWrapperQuoting(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	for _, arg := range []string{`'`, `"`, `$HOME`, "a\nb", `\`, "`id`", `$(id)`, `;`, `--`, "@ID@ @N@ @CMD@"} {
+		out, err := runCmd(t, p, target(s), "printf '%s' "+shellQuote(arg))
+		if err != nil || out.stdout != arg {
+			t.Errorf("printf %q: got %q, %v", arg, out.stdout, err)
+		}
+	}
+	if out, err := runCmd(t, p, target(s), `printf '%s' "$ACTIONGW_RUN"`); err != nil || len(out.stdout) != len(newRunID()) || strings.Trim(out.stdout, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+		t.Errorf("ACTIONGW_RUN in the command's environment: %q, %v; want a run id", out.stdout, err)
+	}
+}

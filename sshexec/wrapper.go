@@ -1,0 +1,143 @@
+package sshexec
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The remote side of a run. Every command runs inside a wrapper script that
+// the login shell (sshd makes it a session leader, so its pid is the
+// command's process group) runs before the command:
+//
+//   - It reports that process group on the marker stream, so the command can
+//     be stopped from a second session when the server refuses "signal"
+//     requests.
+//   - It puts ACTIONGW_RUN=<run id> in the command's environment. Every
+//     process the command starts inherits it, also those that leave the
+//     process group or the session (setsid, daemons), so that a stop can
+//     find and kill them, and "remote_stopped" can be verified for all of
+//     them, not only for the group.
+//   - It arms a dead-man switch: a watcher process reads the session's
+//     stdin after the command's own stdin (which it pumps to the command
+//     through a FIFO), where actiongw sends a heartbeat byte every keepalive
+//     interval and never an end of file. When the channel closes
+//     (actiongw killed, crashed, or its connection closed by the server) or
+//     no heartbeat arrives for three intervals (the network cut, where
+//     `timeout` exists), it kills the command's process group and every
+//     process carrying the run id. A command that ends by itself disarms it
+//     (the wrapper's EXIT trap), so what it leaves running on purpose
+//     stays.
+//
+// The wrapper needs mktemp and mkfifo; without them the command runs
+// unarmed, reading the session's stdin directly, and the marker says so.
+// On a pseudo-terminal it is never armed: the command's stdin stays the
+// terminal, and the kernel hangs the session up when sshd closes it.
+
+// runIDBytes is the entropy of a run id: unguessable, so no other process
+// can carry it by accident or be made to.
+const runIDBytes = 16
+
+var runIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+func newRunID() string {
+	b := make([]byte, runIDBytes)
+	rand.Read(b) // never fails; see crypto/rand
+	return strings.ToLower(runIDEncoding.EncodeToString(b))
+}
+
+// markedFunc defines __agw_marked, which prints the pids of the processes
+// whose environment holds ACTIONGW_RUN=<id>, and exits 3 when it cannot
+// list the processes of this host. Linux: /proc/PID/environ (our own
+// processes are readable); elsewhere: ps's environment listing.
+const markedFunc = `__agw_marked() {
+	if [ -r /proc/self/environ ] && printf 'a\0' | grep -qxz a 2>/dev/null; then
+		grep -lsxz "ACTIONGW_RUN=@ID@" /proc/[0-9]*/environ 2>/dev/null | sed 's#^/proc/\([0-9]*\)/environ$#\1#'
+		return 0
+	fi
+	__agw_ps=$(ps axeww -o pid= -o command= 2>/dev/null) || return 3
+	printf '%s\n' "$__agw_ps" | awk -v m="ACTIONGW_RUN=@ID@" '{ for (i = 2; i <= NF; i++) if ($i == m) { print $1; break } }'
+}
+`
+
+// wrapperScript runs the command @CMD@ (shell-quoted) with @N@ bytes of
+// stdin; @P@ is how many seconds without a heartbeat fire the switch.
+const wrapperScript = `@ARM@
+printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_d:+armed}" >&2
+` + markedFunc + `if [ -n "$__agw_d" ]; then
+	exec 3<&0
+	(
+		trap '' HUP INT TERM
+		head -c @N@ <&3 >"$__agw_d/in"
+		if command -v timeout >/dev/null 2>&1; then
+			while __agw_b=$(timeout @P@ head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
+		else
+			while __agw_b=$(head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
+		fi
+		kill -TERM -$$ $(__agw_marked) 2>/dev/null
+		sleep 1
+		rm -rf "$__agw_d"
+		kill -KILL $(__agw_marked) 2>/dev/null
+		kill -KILL -$$ 2>/dev/null
+	) </dev/null >/dev/null 2>&1 &
+	__agw_w=$!
+	trap 'kill $__agw_w 2>/dev/null; rm -rf "$__agw_d"' EXIT
+	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
+	eval @CMD@ <"$__agw_d/in" 3<&-
+else
+	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
+	eval @CMD@
+fi`
+
+// armLine makes the FIFO that arms the dead-man switch, or leaves
+// __agw_d empty when it cannot.
+const armLine = `__agw_d=$(mktemp -d 2>/dev/null) && mkfifo "$__agw_d/in" 2>/dev/null || __agw_d=`
+
+// wrap returns the script that runs command on the target; see
+// wrapperScript. With arm, the dead-man switch is armed where the host
+// allows; deadline is how long its watcher waits for a heartbeat.
+func wrap(command, runID string, stdinLen int, arm bool, deadline time.Duration) string {
+	line := "__agw_d="
+	if arm {
+		line = armLine
+	}
+	return strings.NewReplacer(
+		"@ARM@", line,
+		"@CMD@", shellQuote(command),
+		"@ID@", runID,
+		"@N@", fmt.Sprint(stdinLen),
+		"@P@", fmt.Sprint(int(deadline.Round(time.Second)/time.Second)),
+	).Replace(wrapperScript)
+}
+
+// heartbeatDeadline is how long the remote watcher waits for a heartbeat
+// sent every interval: three intervals, and never less than a few seconds,
+// since heartbeats share the connection with the command's output.
+func heartbeatDeadline(interval time.Duration) time.Duration {
+	return max(3*interval, 5*time.Second)
+}
+
+// killScript sends sig to the command's process group and to every process
+// that carries its run id.
+func killScript(sig string, pgid int64, runID string) string {
+	return strings.ReplaceAll(markedFunc, "@ID@", runID) +
+		fmt.Sprintf("kill -%s -%d $(__agw_marked) 2>/dev/null; exit 0", sig, pgid)
+}
+
+// aliveScript exits 0 while the command's process group, or any process
+// carrying its run id, has a live process (not a zombie: orphans wait for
+// their new parent to reap them, and some init processes take their
+// time); 1 when all are gone; 3 when this host's processes cannot be
+// listed, so nothing can be verified.
+func aliveScript(pgid int64, runID string) string {
+	return strings.ReplaceAll(markedFunc, "@ID@", runID) + fmt.Sprintf(`__agw_m=$(__agw_marked) || exit 3
+__agw_m=$(printf '%%s' "$__agw_m" | tr '\n' ' ')
+__agw_ps=$(ps -A -o pid= -o pgid= -o stat= 2>/dev/null) || exit 3
+printf '%%s\n' "$__agw_ps" | awk -v g=%d -v m=" $__agw_m " '$3 !~ /^Z/ && ($2 == g || index(m, " " $1 " ")) { alive = 1 } END { exit !alive }'`, pgid)
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
