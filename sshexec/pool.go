@@ -5,33 +5,46 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 )
 
-// ErrPoolClosed is returned by Run and Check after Close.
+// ErrPoolClosed is returned by Run, Acquire and Check after Close.
 var ErrPoolClosed = errors.New("ssh pool closed")
 
-// Pool runs commands on targets over reused connections: one per target
-// (and per jump host), with a bounded number of concurrent sessions and a
-// keepalive. A connection that dies or stops answering is closed, and the
-// next call dials a new one; one unused for five minutes is closed too. A
-// Pool is safe for concurrent use.
+// Pool runs commands on targets over reused connections: up to the
+// target's MaxConnections each (and one per jump host), with a bounded
+// number of concurrent sessions per connection and a keepalive. A second
+// connection opens only when every session of the open ones is in use. A
+// connection that dies or stops answering is closed, and the next call
+// dials a new one; one unused for five minutes is closed too. A Pool is
+// safe for concurrent use.
 type Pool struct {
 	logger *slog.Logger
 
-	mu     sync.Mutex
-	conns  map[string]*entry
-	closed bool
-	wg     sync.WaitGroup // every goroutine of every connection
+	mu      sync.Mutex
+	targets map[string]*targetConns
+	closed  bool
+	wg      sync.WaitGroup // every goroutine of every connection
 }
 
-// entry is a pool slot: the connection, or the dial in progress.
-type entry struct {
+// targetConns are the connections to one target (one pool key), guarded
+// by the pool's lock.
+type targetConns struct {
+	conns []*conn
+	dial  *dialing // the dial in progress, if any
+	// changed is closed and replaced when a session slot frees, a
+	// connection closes or a dial ends: what a waiter for a slot waits on.
+	changed chan struct{}
+}
+
+// dialing is a dial in progress, which callers that need a connection
+// share.
+type dialing struct {
 	ready chan struct{} // closed when the dial finished
-	c     *conn
 	err   error
 	// cancelled is set when the dial ended because the dialer's context
 	// ended; waiters then dial themselves instead of sharing the error.
@@ -43,7 +56,7 @@ func NewPool(logger *slog.Logger) *Pool {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pool{logger: logger, conns: map[string]*entry{}}
+	return &Pool{logger: logger, targets: map[string]*targetConns{}}
 }
 
 // Close closes every connection, which ends every command still running
@@ -57,16 +70,11 @@ func (p *Pool) Close() error {
 	}
 	p.closed = true
 	var conns []*conn
-	for _, e := range p.conns {
-		select {
-		case <-e.ready:
-			if e.c != nil {
-				conns = append(conns, e.c)
-			}
-		default: // the dialer sees p.closed and closes its connection itself
-		}
+	for _, tc := range p.targets {
+		conns = append(conns, tc.conns...)
 	}
 	p.mu.Unlock()
+	// A dial in progress sees p.closed and closes its connection itself.
 	for _, c := range conns {
 		c.close(ErrPoolClosed)
 	}
@@ -88,64 +96,109 @@ func (p *Pool) Check(ctx context.Context, t *Target) error {
 	return client.Close()
 }
 
-// conn returns a live connection to t, dialling (once, for all concurrent
-// callers) when there is none.
-func (p *Pool) conn(ctx context.Context, t *Target) (*conn, error) {
+// signalLocked wakes the waiters for a slot of tc; p.mu must be held.
+func (tc *targetConns) signalLocked() {
+	close(tc.changed)
+	tc.changed = make(chan struct{})
+}
+
+// targetLocked returns t's connections, pruned of closed ones; p.mu must
+// be held.
+func (p *Pool) targetLocked(t *Target) *targetConns {
 	key := t.poolKey()
+	tc := p.targets[key]
+	if tc == nil {
+		tc = &targetConns{changed: make(chan struct{})}
+		p.targets[key] = tc
+	}
+	tc.conns = slices.DeleteFunc(tc.conns, func(c *conn) bool { return !c.alive() })
+	return tc
+}
+
+// connect returns a live connection to t. With slot, it takes one of the
+// connection's session slots, dialling another connection (up to
+// t.MaxConnections) when every open one is full, and waiting for a slot
+// when none can be dialled; without, any live connection will do. Callers
+// that need a new connection share one dial.
+func (p *Pool) connect(ctx context.Context, t *Target, slot bool) (*conn, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return nil, ErrPoolClosed
 		}
-		e := p.conns[key]
-		if e != nil {
-			select {
-			case <-e.ready:
-				if e.c != nil && e.c.alive() {
-					p.mu.Unlock()
-					return e.c, nil
-				}
-				e = nil // dead or failed: dial again
-			default:
+		tc := p.targetLocked(t)
+		for _, c := range tc.conns {
+			if !slot || c.tryAcquire() {
+				p.mu.Unlock()
+				return c, nil
 			}
 		}
-		if e != nil { // a dial is in progress: wait for it
+		if d := tc.dial; d != nil {
 			p.mu.Unlock()
 			select {
-			case <-e.ready:
+			case <-d.ready:
 			case <-ctx.Done():
 				return nil, context.Cause(ctx)
 			}
-			if e.err != nil && !e.cancelled {
-				return nil, e.err
+			if d.err != nil && !d.cancelled {
+				return nil, d.err
 			}
 			continue
 		}
-		e = &entry{ready: make(chan struct{})}
-		p.conns[key] = e
-		p.mu.Unlock()
-
-		client, err := p.dial(ctx, t)
-		p.mu.Lock()
-		if err == nil && p.closed {
-			client.Close()
-			err = ErrPoolClosed
+		if len(tc.conns) < t.maxConnections() {
+			d := &dialing{ready: make(chan struct{})}
+			tc.dial = d
+			p.mu.Unlock()
+			c, err := p.newConn(ctx, t)
+			p.mu.Lock()
+			tc.dial = nil
+			d.err, d.cancelled = err, err != nil && ctx.Err() != nil
+			if err == nil {
+				tc.conns = append(tc.conns, c)
+			}
+			close(d.ready)
+			tc.signalLocked()
+			p.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if err != nil {
-			e.err, e.cancelled = err, ctx.Err() != nil
-			delete(p.conns, key)
-		} else {
-			e.c = p.newConn(t, client)
-		}
-		close(e.ready)
+		changed := tc.changed
 		p.mu.Unlock()
-		return e.c, err
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
 	}
 }
 
-// dial opens a new authenticated connection to t, through its jump host's
-// pooled connection when it has one.
+// conn returns a live connection to t, for control sessions and tunnels,
+// which take no session slot.
+func (p *Pool) conn(ctx context.Context, t *Target) (*conn, error) {
+	return p.connect(ctx, t, false)
+}
+
+// newConn dials t and starts the connection's goroutines. A pool closed
+// meanwhile closes the new connection at once.
+func (p *Pool) newConn(ctx context.Context, t *Target) (*conn, error) {
+	client, err := p.dial(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		client.Close()
+		return nil, ErrPoolClosed
+	}
+	return p.startConn(t, client), nil
+}
+
+// dial opens a new authenticated connection to t, through a pooled
+// connection to its jump host when it has one.
 func (p *Pool) dial(ctx context.Context, t *Target) (*ssh.Client, error) {
 	if t.Jump == nil {
 		tcp, err := dialTCP(ctx, t)
@@ -182,23 +235,24 @@ type conn struct {
 	closeOnce sync.Once
 	err       error // why it closed; read after done
 
+	tc *targetConns // the pool's list it is on, whose waiters it wakes
+
 	mu       sync.Mutex
-	limit    int           // sessions the server allows, learned downwards
-	active   int           // sessions of Run calls
-	freed    chan struct{} // closed and replaced when a session ends
+	limit    int // sessions the server allows, learned downwards
+	active   int // sessions of Run calls
 	lastUsed time.Time
 }
 
 // idleTimeout is how long an unused connection stays open.
 const idleTimeout = 5 * time.Minute
 
-func (p *Pool) newConn(t *Target, client *ssh.Client) *conn {
+// startConn starts the goroutines of a new connection; p.mu must be held.
+func (p *Pool) startConn(t *Target, client *ssh.Client) *conn {
 	c := &conn{
-		target: t, client: client, pool: p,
+		target: t, client: client, pool: p, tc: p.targetLocked(t),
 		logger: p.logger.With("target", t.Name),
 		done:   make(chan struct{}),
 		limit:  t.MaxSessions,
-		freed:  make(chan struct{}),
 
 		lastUsed: time.Now(),
 	}
@@ -234,6 +288,9 @@ func (c *conn) close(why error) {
 		close(c.done)
 		c.client.Close()
 		c.logger.Debug("ssh connection closed", "reason", why.Error())
+		c.pool.mu.Lock()
+		c.tc.signalLocked() // a waiter may dial in its place
+		c.pool.mu.Unlock()
 	})
 }
 
@@ -274,25 +331,15 @@ func (c *conn) runLimit() int {
 	return max(1, c.limit-1)
 }
 
-// acquire waits for a session slot.
-func (c *conn) acquire(ctx context.Context) error {
-	for {
-		c.mu.Lock()
-		if c.active < c.runLimit() {
-			c.active++
-			c.mu.Unlock()
-			return nil
-		}
-		freed := c.freed
-		c.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-c.done:
-			return c.err
-		}
+// tryAcquire takes a session slot if one is free; p.mu is held.
+func (c *conn) tryAcquire() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.alive() || c.active >= c.runLimit() {
+		return false
 	}
+	c.active++
+	return true
 }
 
 // idle reports whether no session has used the connection for idleTimeout.
@@ -302,13 +349,15 @@ func (c *conn) idle() bool {
 	return c.active == 0 && time.Since(c.lastUsed) > idleTimeout
 }
 
+// release gives back a session slot and wakes the waiters for one.
 func (c *conn) release() {
 	c.mu.Lock()
 	c.active--
 	c.lastUsed = time.Now()
-	close(c.freed)
-	c.freed = make(chan struct{})
 	c.mu.Unlock()
+	c.pool.mu.Lock()
+	c.tc.signalLocked()
+	c.pool.mu.Unlock()
 }
 
 // refused records that the server refused a session while others were
@@ -327,21 +376,6 @@ func (c *conn) refused() bool {
 		c.logger.Info("server allows fewer sessions than configured", "max_sessions", c.limit)
 	}
 	return true
-}
-
-// waitFreed waits until another session of this connection ends.
-func (c *conn) waitFreed(ctx context.Context) error {
-	c.mu.Lock()
-	freed := c.freed
-	c.mu.Unlock()
-	select {
-	case <-freed:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-c.done:
-		return c.err
-	}
 }
 
 // openResult is the outcome of opening a session channel.

@@ -80,10 +80,16 @@ func TestMaxSessions(t *testing.T) {
 // runs, with the pid of its shell; its result arrives on the channel.
 func runSleeper(t *testing.T, s *sshtest.Server, p *Pool, tg *Target) (<-chan output, int) {
 	t.Helper()
+	return runSleeperFor(t, s, p, tg, "sleep 1000")
+}
+
+// runSleeperFor is runSleeper for another command.
+func runSleeperFor(t *testing.T, s *sshtest.Server, p *Pool, tg *Target, command string) (<-chan output, int) {
+	t.Helper()
 	dir := s.UserDir(t)
 	done := make(chan output, 1)
 	go func() {
-		out, err := runCmd(t, p, tg, fmt.Sprintf("echo $$ > %s/pid; sleep 1000", dir))
+		out, err := runCmd(t, p, tg, fmt.Sprintf("echo $$ > %s/pid; %s", dir, command))
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}
@@ -133,7 +139,7 @@ func TestWedgedConnection(t *testing.T) {
 
 	// A connection frozen while idle is found dead by the keepalive alone.
 	p.mu.Lock()
-	c := p.conns[tg.poolKey()].c
+	c := p.targets[tg.poolKey()].conns[0]
 	p.mu.Unlock()
 	s.Freeze()
 	select {
@@ -203,5 +209,91 @@ func TestCloseDuringRun(t *testing.T) {
 	}
 	if err := p.Close(); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("second Close: got %v; want ErrPoolClosed", err)
+	}
+}
+
+// TestSecondConnection fills the sessions of one connection: the next
+// command opens a second connection instead of waiting, and once the
+// target's MaxConnections are full, Acquire queues until ctx ends.
+func TestSecondConnection(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{MaxSessions: 2})
+	p := NewPool(testLogger()) // closed below, while commands run
+	tg := target(s)
+	tg.MaxSessions, tg.MaxConnections = 2, 2 // one run per connection, one kept for stopping
+	var running []<-chan output
+	for range 2 {
+		done, _ := runSleeper(t, s, p, tg) // returns once the command runs
+		running = append(running, done)
+	}
+	if got := logins(s); got != 2 {
+		t.Errorf("logins with two commands running: got %d; want 2 (a second connection)", got)
+	}
+
+	errQueued := errors.New("queued too long")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 200*time.Millisecond, errQueued)
+	defer cancel()
+	if l, err := p.Acquire(ctx, tg); !errors.Is(err, errQueued) {
+		if l != nil {
+			l.Release()
+		}
+		t.Fatalf("Acquire with every session in use: got %v; want to wait until ctx ends (%v)", err, errQueued)
+	}
+	if got := logins(s); got != 2 {
+		t.Errorf("logins after queueing: got %d; want still 2 (MaxConnections)", got)
+	}
+
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, done := range running {
+		<-done
+	}
+}
+
+// TestLeaseRelease takes the only run slot and gives it back unused: the
+// next command runs on the same connection.
+func TestLeaseRelease(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{MaxSessions: 2})
+	p := newPool(t)
+	tg := target(s)
+	tg.MaxSessions = 2
+	l, err := p.Acquire(context.Background(), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	l.Release() // a second Release does nothing
+	if _, err := l.Run(context.Background(), Request{Command: "true"}); err == nil {
+		t.Errorf("Run on a released lease: got no error")
+	}
+	if out, err := runCmd(t, p, tg, "echo ok"); err != nil || out.stdout != "ok\n" {
+		t.Errorf("after Release: got %+v, %v", out, err)
+	}
+	if got := logins(s); got != 1 {
+		t.Errorf("logins: got %d; want 1", got)
+	}
+}
+
+// TestCommandRefused sends what would make sshd drop the whole connection
+// (a NUL byte, a request over its packet limit) while another command runs
+// on that connection: both are refused before anything is sent, and the
+// running command is untouched.
+func TestCommandRefused(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := target(s)
+	done, _ := runSleeperFor(t, s, p, tg, "sleep 2; echo survived")
+	for _, command := range []string{"echo a\x00b", strings.Repeat("'", 100<<10)} {
+		_, err := runCmd(t, p, tg, command)
+		var ce *CommandError
+		if !errors.As(err, &ce) {
+			t.Errorf("command of %d bytes: got %v; want a *CommandError", len(command), err)
+		}
+	}
+	if out := <-done; out.res == nil || out.res.Status != StatusExited || out.stdout != "survived\n" {
+		t.Errorf("the command sharing the connection: got %+v; want it to end by itself", out)
+	}
+	if got := logins(s); got != 1 {
+		t.Errorf("logins: got %d; want 1 (the connection was never dropped)", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,31 @@ type Result struct {
 	StdoutBytes, StderrBytes int64
 }
 
+// CommandError refuses a command before anything is sent: a NUL byte (sshd
+// drops the whole connection for one, ending every command on it) or a
+// command so long that the request to run it would pass sshd's packet
+// limit (the same).
+type CommandError struct{ Reason string }
+
+func (e *CommandError) Error() string { return "command refused: " + e.Reason }
+
+// maxScriptBytes bounds the wrapped command: sshd's packet limit is
+// 256 KiB, and the exec request adds a few bytes of framing.
+const maxScriptBytes = 240 << 10
+
+// checkCommand returns a *CommandError for a command that must not be
+// sent, whatever its target: one call must never tear down a connection
+// that other calls share.
+func checkCommand(command, script string) error {
+	switch {
+	case strings.IndexByte(command, 0) >= 0:
+		return &CommandError{"it contains a NUL byte"}
+	case len(script) > maxScriptBytes:
+		return &CommandError{fmt.Sprintf("it is %d bytes, %d once quoted for the remote shell, more than the %d an SSH server takes in one request", len(command), len(script), maxScriptBytes)}
+	}
+	return nil
+}
+
 // TimeoutError is the cancellation cause when a run's timeout expires.
 type TimeoutError struct{ Timeout time.Duration }
 
@@ -83,7 +109,8 @@ func (e *OutputLimitError) Error() string {
 }
 
 // Run runs req.Command on t, writing its output to req.Stdout and
-// req.Stderr until the session ends, and returns how it ended.
+// req.Stderr until the session ends, and returns how it ended. It is
+// Acquire followed by Lease.Run, with req.Timeout bounding both.
 //
 // An error (and no Result) means the command was not started: invalid
 // target, ErrNoCredential, *HostKeyError, *AuthError, connection failure,
@@ -92,14 +119,11 @@ func (e *OutputLimitError) Error() string {
 // cancelled, or the timeout or output limit is reached, Run stops the
 // remote command in stages: TERM, KILL (as "signal" requests, or from a
 // second session when the server refuses those), closing the session, and
-// at last closing the connection; then it checks that the process group is
-// gone. If a writer failed, Run returns the Result together with the first
-// write error.
+// at last closing the connection; then it checks that every process of
+// the command is gone. If a writer failed, Run returns the Result together
+// with the first write error.
 func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error) {
 	start := time.Now()
-	if err := t.validate(); err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if d := req.Timeout; d > 0 {
@@ -107,8 +131,7 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 		ctx, stop = context.WithTimeoutCause(ctx, d, &TimeoutError{d})
 		defer stop()
 	}
-
-	c, ch, reqs, err := p.session(ctx, t)
+	l, err := p.Acquire(ctx, t)
 	if err != nil {
 		if ctx.Err() == nil {
 			return nil, err
@@ -118,12 +141,102 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 		return &Result{Status: stopStatus(cause), Reason: cause.Error(),
 			Duration: time.Since(start), ConnectDuration: time.Since(start)}, nil
 	}
-	defer c.release()
+	return l.run(ctx, cancel, start, req)
+}
 
-	r := &run{pool: p, conn: c, target: t, req: req, start: start, cancel: cancel, runID: newRunID()}
+// A Lease is an open session on a connection to a target, held for one
+// command: Run it or Release it.
+type Lease struct {
+	pool   *Pool
+	target *Target
+	conn   *conn
+	ch     ssh.Channel
+	reqs   <-chan *ssh.Request
+	once   sync.Once
+}
+
+// Acquire opens a session on a connection to t for one command: on an
+// open connection with a free session slot, else on a new connection while
+// the target has fewer than MaxConnections, else when a slot frees, until
+// ctx ends (its cause is returned). Its errors are Run's. Waiting here is
+// queueing: the command has not started, and Run's timeout has not begun.
+func (p *Pool) Acquire(ctx context.Context, t *Target) (*Lease, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	for redials, refusals := 0, 0; ; {
+		c, err := p.connect(ctx, t, true)
+		if err != nil {
+			return nil, err
+		}
+		ch, reqs, err := c.open(ctx)
+		if err == nil {
+			return &Lease{pool: p, target: t, conn: c, ch: ch, reqs: reqs}, nil
+		}
+		var refused *ssh.OpenChannelError
+		if errors.As(err, &refused) && c.refused() {
+			c.release()
+			continue
+		}
+		c.release()
+		// A session that just ended may still count on the server for a
+		// moment: retry a refusal a few times before reporting it.
+		if refused != nil && refusals < 5 {
+			refusals++
+			select {
+			case <-time.After(time.Duration(refusals) * 20 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil, err
+		case refused != nil:
+			return nil, fmt.Errorf("target %q: server refused a session: %w", t.Name, err)
+		case redials > 0:
+			return nil, fmt.Errorf("target %q: open session: %w", t.Name, err)
+		}
+		c.close(fmt.Errorf("open session: %w", err))
+		redials++
+	}
+}
+
+// Release gives the session back without running anything.
+func (l *Lease) Release() {
+	l.once.Do(func() {
+		l.ch.Close()
+		go ssh.DiscardRequests(l.reqs)
+		l.conn.release()
+	})
+}
+
+// Run runs req.Command on the leased session, as Pool.Run does, with
+// req.Timeout counted from here; it releases the lease when it returns.
+func (l *Lease) Run(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if d := req.Timeout; d > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, d, &TimeoutError{d})
+		defer stop()
+	}
+	return l.run(ctx, cancel, start, req)
+}
+
+func (l *Lease) run(ctx context.Context, cancel context.CancelCauseFunc, start time.Time, req Request) (*Result, error) {
+	ran := false
+	l.once.Do(func() { ran = true })
+	if !ran {
+		return nil, errors.New("sshexec: lease already used or released")
+	}
+	defer l.conn.release()
+	r := &run{pool: l.pool, conn: l.conn, target: l.target, req: req, start: start, cancel: cancel, runID: newRunID()}
 	r.stdout = &meter{run: r, w: req.Stdout}
 	r.stderr = &meter{run: r, w: req.Stderr}
-	res, err := r.run(ctx, ch, reqs)
+	res, err := r.run(ctx, l.ch, l.reqs)
 	if res != nil {
 		res.Duration = time.Since(start)
 	}
@@ -140,57 +253,6 @@ func stopStatus(cause error) Status {
 		return StatusOutputLimit
 	default:
 		return StatusCancelled
-	}
-}
-
-// session returns an open session channel on a live connection to t,
-// holding one of the connection's slots. A broken connection is closed and
-// dialled again once; a server that refuses a session because too many are
-// open makes the call wait for a slot.
-func (p *Pool) session(ctx context.Context, t *Target) (*conn, ssh.Channel, <-chan *ssh.Request, error) {
-	for redials, refusals := 0, 0; ; {
-		c, err := p.conn(ctx, t)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if err := c.acquire(ctx); err != nil {
-			if ctx.Err() != nil || redials > 0 {
-				return nil, nil, nil, err
-			}
-			redials++
-			continue
-		}
-		ch, reqs, err := c.open(ctx)
-		if err == nil {
-			return c, ch, reqs, nil
-		}
-		var refused *ssh.OpenChannelError
-		if errors.As(err, &refused) && c.refused() {
-			c.release()
-			continue
-		}
-		c.release()
-		// A session that just ended may still count on the server for a
-		// moment: retry a refusal a few times before reporting it.
-		if refused != nil && refusals < 5 {
-			refusals++
-			select {
-			case <-time.After(time.Duration(refusals) * 20 * time.Millisecond):
-				continue
-			case <-ctx.Done():
-				return nil, nil, nil, context.Cause(ctx)
-			}
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, nil, nil, err
-		case refused != nil:
-			return nil, nil, nil, fmt.Errorf("target %q: server refused a session: %w", t.Name, err)
-		case redials > 0:
-			return nil, nil, nil, fmt.Errorf("target %q: open session: %w", t.Name, err)
-		}
-		c.close(fmt.Errorf("open session: %w", err))
-		redials++
 	}
 }
 
@@ -220,7 +282,11 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	var err error
 	hb := r.target.keepalive()
 	script := wrap(r.req.Command, r.runID, len(r.req.Stdin), !r.target.UsePTY, heartbeatDeadline(hb))
-	r.bounded(func() { err = r.s.exec(r.target, script, r.req.Stdin, hb) })
+	if err = checkCommand(r.req.Command, script); err == nil {
+		r.bounded(func() { err = r.s.exec(r.target, script, r.req.Stdin, hb) })
+	} else {
+		r.s.stdin.Done() // exec never ran
+	}
 	if err != nil {
 		ch.Close()
 		<-r.s.done

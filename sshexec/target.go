@@ -34,6 +34,10 @@ type Target struct {
 	Jump *Target
 	// Auth holds the credentials.
 	Auth Auth
+	// MaxConnections is how many connections to the target the pool opens
+	// at most: a new one opens when every session of the open ones is in
+	// use. Zero means one.
+	MaxConnections int
 	// MaxSessions is the number of sessions the server allows on one
 	// connection (sshd's MaxSessions); it must be at least 1. One of them is
 	// kept free for stopping commands when it is more than one, and a lower
@@ -129,6 +133,8 @@ func (t *Target) addr() string {
 }
 
 func (t *Target) keepalive() time.Duration { return t.Keepalive }
+
+func (t *Target) maxConnections() int { return max(1, t.MaxConnections) }
 
 func (t *Target) stopGrace() time.Duration {
 	if t.StopGrace > 0 {
