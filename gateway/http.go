@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
@@ -91,8 +90,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		},
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},
-		execute: func(ctx context.Context, timeout time.Duration, w []io.Writer) *ended {
-			req.Timeout = timeout
+		execute: func(ctx context.Context, w []io.Writer) *ended {
 			var err error
 			if res, err = g.http.Do(ctx, he.endpoint, req, w[0]); err != nil {
 				// Nothing was sent: a refused path, header or body.

@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
 
-// BusyError is returned when no slot for an action became free in time.
+// BusyError is returned when no slot for an action became free within
+// queue_wait: the action did not start.
 type BusyError struct {
 	Target string
 	Limit  int    // the limit that was full
@@ -19,9 +21,13 @@ func (e *BusyError) Error() string {
 		e.Limit, e.Scope, e.Target, e.Waited.Round(time.Millisecond))
 }
 
+// errQueueWait is the cause that ends a call's wait for slots after
+// queue_wait.
+var errQueueWait = errors.New("queue_wait passed")
+
 // limiter bounds actions running at once, for the server and per target.
-// A call waits up to wait for a slot; the waiting happens in the handler's
-// goroutine, never in the transport's reader.
+// A call waits for a slot in its handler's goroutine, never in the
+// transport's reader.
 type limiter struct {
 	server    chan struct{}
 	perTarget map[string]chan struct{}
@@ -38,37 +44,29 @@ func newLimiter(server int, perTarget map[string]int, wait time.Duration) *limit
 	return l
 }
 
-// acquire takes a server slot and the target's slot, or returns a
-// *BusyError after wait, or ctx's error. release gives back what it took.
-func (l *limiter) acquire(ctx context.Context, target string) (release func(), err error) {
-	timer := time.NewTimer(l.wait)
-	defer timer.Stop()
-	take := func(ch chan struct{}, scope string) error {
-		select {
-		case ch <- struct{}{}:
-			return nil
-		case <-timer.C:
-			return &BusyError{Target: target, Limit: cap(ch), Scope: scope, Waited: l.wait}
-		case <-ctx.Done():
-			return context.Cause(ctx)
+// take takes a slot of target (scope "target"; a target without a limit of
+// its own needs none) or of the server (scope "server"), waiting until ctx
+// ends: a *BusyError when its cause is errQueueWait, else that cause.
+// release gives the slot back.
+func (l *limiter) take(ctx context.Context, scope, target string) (release func(), err error) {
+	ch := l.server
+	if scope == "target" {
+		if ch = l.perTarget[target]; ch == nil {
+			return func() {}, nil
 		}
 	}
-	t := l.perTarget[target]
-	if t != nil {
-		if err := take(t, "target"); err != nil {
-			return nil, err
-		}
+	select { // a free slot wins over a deadline that passed meanwhile
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	default:
 	}
-	if err := take(l.server, "server"); err != nil {
-		if t != nil {
-			<-t
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		if cause := context.Cause(ctx); cause != errQueueWait {
+			return nil, cause
 		}
-		return nil, err
+		return nil, &BusyError{Target: target, Limit: cap(ch), Scope: scope, Waited: l.wait}
 	}
-	return func() {
-		<-l.server
-		if t != nil {
-			<-t
-		}
-	}, nil
 }

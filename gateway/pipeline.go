@@ -12,6 +12,7 @@ import (
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/policy"
+	"github.com/actiongw/actiongw/sshexec"
 )
 
 // action is one call of an action tool as the pipeline runs it. The
@@ -27,11 +28,18 @@ type action struct {
 	// asked, timeout and maxTimeout are the call's timeout_s and the
 	// target's timeout and max_timeout.
 	asked, timeout, maxTimeout time.Duration
+	// reserve, when set, takes what the action needs of its target before
+	// it can start (an SSH session), waiting at most wait for one to free
+	// up; ctx carries the action's deadline, which connecting counts
+	// against. An error means the action did not start. release gives back
+	// what execute did not use.
+	reserve func(ctx context.Context, wait time.Duration) (release func(), err error)
 	// streams names the streams execute writes, in order.
 	streams []string
-	// execute runs the action within timeout, writing each stream into
-	// the writer at its index, and says how it ended.
-	execute func(ctx context.Context, timeout time.Duration, w []io.Writer) *ended
+	// execute runs the action until ctx ends (its deadline is the
+	// action's timeout, its cause a *timeoutError then), writing each
+	// stream into the writer at its index, and says how it ended.
+	execute func(ctx context.Context, w []io.Writer) *ended
 	// finish builds the tool's structured result from how the action
 	// ended and its streams, with the streams it holds for shrinking, a
 	// sentence on what ran, and whether the call failed.
@@ -56,11 +64,19 @@ type Progress func(bytes int64, elapsed time.Duration)
 // progressInterval is how often Progress is called while bytes arrive.
 const progressInterval = 250 * time.Millisecond
 
+// timeoutError is the cause that ends an action at its timeout. It is a
+// context.DeadlineExceeded for sshexec and httpact, which say "timeout"
+// for it and stop the action.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("timed out after %v", e.d) }
+func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
+
 // run takes one action through the pipeline: policy and the target's
-// readiness, the concurrency limits, the audit intent, execution into
-// redacting captures, the status, the audit outcome and the result. An
-// action that does not run is audited as refused and returned as a
-// failure that says why.
+// readiness, the queue for slots (of the target, of its SSH sessions, of
+// the server), the audit intent, execution into redacting captures, the
+// status, the audit outcome and the result. An action that does not start
+// is audited as such and returned as a failure that says why.
 func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolResult {
 	intent := &a.intent
 	if err := a.check(); err != nil {
@@ -76,15 +92,40 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		}
 		return g.failure("%v", err)
 	}
-	release, err := g.limit.acquire(ctx, intent.Target)
+	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
+
+	// From here Close cancels the call and waits for it.
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
+	defer stop()
+	g.wg.Add(1)
+	defer g.wg.Done()
+
+	// The queue: nothing has started, and no slot of the server is held
+	// while the call waits for its target.
+	qctx, qcancel := context.WithTimeoutCause(actx, g.cfg.Server.QueueWait, errQueueWait)
+	defer qcancel()
+	releaseTarget, err := g.limit.take(qctx, "target", intent.Target)
 	if err != nil {
-		var busy *BusyError
-		if errors.As(err, &busy) {
-			return g.failure("%v", err)
-		}
-		return g.failure("cancelled before it started, while waiting for a free slot: %v", err)
+		return g.notStarted(actx, intent, err)
 	}
-	defer release()
+	defer releaseTarget()
+	dctx, dcancel := context.WithTimeoutCause(actx, timeout, &timeoutError{timeout})
+	defer dcancel()
+	if a.reserve != nil {
+		wait := time.Until(deadline(qctx))
+		release, err := a.reserve(dctx, wait)
+		if err != nil {
+			return g.notStarted(dctx, intent, err)
+		}
+		defer release()
+	}
+	releaseServer, err := g.limit.take(qctx, "server", intent.Target)
+	if err != nil {
+		return g.notStarted(actx, intent, err)
+	}
+	defer releaseServer()
 
 	out := g.spool.Begin(intent.Tool, intent.Target)
 	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
@@ -94,12 +135,6 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		return g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
 	}
 
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
-	defer stop()
-	g.wg.Add(1)
-	defer g.wg.Done()
 	g.active.Add(1)
 	defer g.active.Add(-1)
 
@@ -112,9 +147,8 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		captures[i] = out.Capture(name, g.red, lim)
 		writers[i] = &counter{w: captures[i], n: &received}
 	}
-	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
 	stopProgress := reportProgress(progress, &received, start)
-	e := a.execute(actx, timeout, writers)
+	e := a.execute(dctx, writers)
 	stopProgress()
 	if e.status.cutShort() {
 		for _, c := range captures {
@@ -127,7 +161,7 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		e.duration = time.Since(start)
 	}
 	if e.status == StatusCancelled {
-		e.reason = g.cancelReason(actx)
+		e.reason = g.cancelReason(dctx)
 	}
 	e.reason = g.red.RedactString(e.reason)
 	if capped && e.status == StatusTimeout {
@@ -152,6 +186,30 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 	return g.result(structured, isError, auditErr, what, out.Handle(), named...)
 }
 
+// notStarted audits and answers a call that queued and did not start:
+// busy when no slot or session freed up in time, timeout when connecting
+// took its whole timeout, cancelled when ctx ended, failed when it could
+// not connect.
+func (g *Gateway) notStarted(ctx context.Context, intent *audit.Record, err error) *ToolResult {
+	var busy *BusyError
+	var queued *sshexec.QueueError
+	var te *timeoutError
+	status, text := StatusFailed, err.Error()
+	switch {
+	case errors.As(err, &busy):
+		status = StatusBusy
+	case errors.As(err, &queued):
+		status, text = StatusBusy, "busy: "+err.Error()+"; try again shortly"
+	case errors.As(err, &te):
+		status, text = StatusTimeout, "timed out while connecting: "+err.Error()
+	case ctx.Err() != nil:
+		status, text = StatusCancelled, "cancelled before it started: "+g.cancelReason(ctx)
+	}
+	intent.Handle = output.NewHandle() // names the call in both records; no output is kept
+	g.record(intent, "allow", status, "", "did not start: "+text)
+	return g.failure("the action did not start: %s", text)
+}
+
 // unusableError refuses an action for a reason of its target or its
 // request, with the config key (rule) behind it.
 type unusableError struct {
@@ -165,10 +223,16 @@ func (e *unusableError) Error() string { return e.err.Error() }
 // refuse audits a call that was refused: an intent with the decision and
 // the rule, and an outcome that says why it did not run.
 func (g *Gateway) refuse(intent *audit.Record, status Status, rule, reason string) {
-	intent.Kind, intent.Decision, intent.Rule = "intent", "deny", rule
+	g.record(intent, "deny", status, rule, reason)
+}
+
+// record audits a call that did not run: its intent with the decision,
+// and an outcome that says why.
+func (g *Gateway) record(intent *audit.Record, decision string, status Status, rule, reason string) {
+	intent.Kind, intent.Decision, intent.Rule = "intent", decision, rule
 	err := g.audit.Append(intent)
 	if err == nil {
-		err = g.audit.Append(&audit.Record{Kind: "outcome", Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
+		err = g.audit.Append(&audit.Record{Kind: "outcome", Handle: intent.Handle, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
 	}
 	if err != nil {
 		g.log.Error("audit log: a refused call could not be recorded", "tool", intent.Tool, "target", intent.Target, "error", err)
@@ -189,6 +253,12 @@ func (g *Gateway) result(structured any, isError bool, auditErr error, what, han
 		return g.failure("%s (%v)", what, err)
 	}
 	return &ToolResult{Structured: structured, Text: text, IsError: isError}
+}
+
+// deadline is ctx's deadline, which the queue's contexts always have.
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 // counter counts the bytes written through it into n, for progress.

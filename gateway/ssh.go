@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -54,9 +55,19 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 	if !ok {
 		return g.failure("unknown SSH target %q; known SSH targets: %s (see list_targets)", in.Target, strings.Join(names(g.sshTargets), ", "))
 	}
+	var lease *sshexec.Lease
 	return g.run(ctx, &action{
 		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
 		check: func() error {
+			// Sizes and bytes first: one call must not flood the audit
+			// log, nor reach the connection with what makes sshd drop it.
+			if len(in.Command) > st.maxCommand {
+				return &unusableError{"max_command_bytes", "command too long",
+					fmt.Errorf("the command is %d bytes; target %q accepts at most %d (max_command_bytes)", len(in.Command), in.Target, st.maxCommand)}
+			}
+			if strings.IndexByte(in.Command, 0) >= 0 {
+				return &unusableError{"command", "NUL byte in the command", errors.New("the command contains a NUL byte, which no shell command can hold")}
+			}
 			if err := st.commands.Check(in.Command); err != nil {
 				return err
 			}
@@ -70,18 +81,30 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 			return nil
 		},
 		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
+		reserve: func(ctx context.Context, wait time.Duration) (func(), error) {
+			var err error
+			lease, err = g.ssh.Acquire(ctx, st.target, wait)
+			if err != nil {
+				return nil, err
+			}
+			return lease.Release, nil // after Run, a no-op
+		},
 		streams: []string{"stdout", "stderr"},
-		execute: func(ctx context.Context, timeout time.Duration, w []io.Writer) *ended {
-			req := sshexec.Request{Command: in.Command, Timeout: timeout, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1]}
+		execute: func(ctx context.Context, w []io.Writer) *ended {
+			req := sshexec.Request{Command: in.Command, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1]}
 			if in.Stdin != "" {
 				req.Stdin = []byte(in.Stdin)
 			}
-			res, err := g.ssh.Run(ctx, st.target, req)
+			res, err := lease.Run(ctx, req)
 			if err != nil {
 				return &ended{status: StatusFailed, reason: err.Error()}
 			}
-			return &ended{status: sshStatus[res.Status], reason: res.Reason, duration: res.Duration,
+			e := &ended{status: sshStatus[res.Status], reason: res.Reason, duration: res.Duration,
 				exitCode: res.ExitCode, signal: res.Signal, remoteStopped: res.RemoteStopped}
+			if res.Unverified != "" {
+				e.reason = strings.TrimSpace(e.reason + "; not verified stopped: " + res.Unverified)
+			}
+			return e
 		},
 		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {
 			out := &SSHExecOutput{Handle: handle, Target: in.Target, Status: e.status, ExitCode: e.exitCode, Signal: e.signal,

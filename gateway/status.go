@@ -23,6 +23,7 @@ const (
 	StatusCancelled Status = "cancelled" // the client or a shutdown cancelled it; it was stopped
 	StatusFailed    Status = "failed"    // it could not run or its connection was lost
 	StatusDenied    Status = "denied"    // policy refused it; it did not run
+	StatusBusy      Status = "busy"      // no slot or session freed up within queue_wait; it did not run
 )
 
 // cutShort reports whether an action with this status may have stopped in

@@ -33,6 +33,7 @@ type sshTarget struct {
 	timeout, maxTimeout time.Duration
 	outputLimit         int64
 	maxStdin            int64
+	maxCommand          int
 }
 
 // httpEndpoint is a configured HTTP endpoint, ready to use.
@@ -117,7 +118,7 @@ func secretBytes(name string, values map[string]secrets.Value, errs map[string]e
 
 func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
 	c := cfg.SSH[name]
-	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes}
+	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes}
 	// Patterns were compiled once by Validate; this cannot fail.
 	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
 	if st.err != nil {
@@ -129,7 +130,7 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 		t := &sshexec.Target{
 			Name: name, Host: c.Host, Port: c.Port, User: c.User,
 			KnownHostsPath: c.KnownHosts, HostKey: c.HostKey,
-			MaxSessions: c.MaxSessions, Keepalive: c.Keepalive,
+			MaxSessions: c.MaxSessions, MaxConnections: c.MaxConnections, Keepalive: c.Keepalive,
 			StopMode: sshexec.StopMode(c.StopMode), UsePTY: c.PTY,
 		}
 		var err1, err2, err3 error

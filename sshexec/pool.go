@@ -115,12 +115,29 @@ func (p *Pool) targetLocked(t *Target) *targetConns {
 	return tc
 }
 
+// QueueError is returned by Acquire when no session of the target became
+// free within the wait it was given: the command never started.
+type QueueError struct {
+	Target string
+	Waited time.Duration
+	// InUse is the sessions of the target's connections in use, and
+	// Connections how many connections it has open.
+	InUse, Connections int
+}
+
+func (e *QueueError) Error() string {
+	return fmt.Sprintf("no session of target %q became free within %v (%d session(s) in use on %d connection(s))",
+		e.Target, e.Waited.Round(time.Millisecond), e.InUse, e.Connections)
+}
+
 // connect returns a live connection to t. With slot, it takes one of the
 // connection's session slots, dialling another connection (up to
 // t.MaxConnections) when every open one is full, and waiting for a slot
-// when none can be dialled; without, any live connection will do. Callers
-// that need a new connection share one dial.
-func (p *Pool) connect(ctx context.Context, t *Target, slot bool) (*conn, error) {
+// up to wait (then a *QueueError) when none can be dialled; without, any
+// live connection will do. Callers that need a new connection share one
+// dial.
+func (p *Pool) connect(ctx context.Context, t *Target, slot bool, wait time.Duration) (*conn, error) {
+	var timeout <-chan time.Time
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -166,9 +183,20 @@ func (p *Pool) connect(ctx context.Context, t *Target, slot bool) (*conn, error)
 			continue
 		}
 		changed := tc.changed
+		full := &QueueError{Target: t.Name, Waited: wait, Connections: len(tc.conns)}
+		for _, c := range tc.conns {
+			full.InUse += c.inUse()
+		}
 		p.mu.Unlock()
+		if timeout == nil {
+			timer := time.NewTimer(wait)
+			defer timer.Stop()
+			timeout = timer.C
+		}
 		select {
 		case <-changed:
+		case <-timeout:
+			return nil, full
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
@@ -178,7 +206,7 @@ func (p *Pool) connect(ctx context.Context, t *Target, slot bool) (*conn, error)
 // conn returns a live connection to t, for control sessions and tunnels,
 // which take no session slot.
 func (p *Pool) conn(ctx context.Context, t *Target) (*conn, error) {
-	return p.connect(ctx, t, false)
+	return p.connect(ctx, t, false, 0)
 }
 
 // newConn dials t and starts the connection's goroutines. A pool closed
@@ -340,6 +368,13 @@ func (c *conn) tryAcquire() bool {
 	}
 	c.active++
 	return true
+}
+
+// inUse is the number of session slots taken.
+func (c *conn) inUse() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active
 }
 
 // idle reports whether no session has used the connection for idleTimeout.

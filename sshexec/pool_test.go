@@ -229,14 +229,13 @@ func TestSecondConnection(t *testing.T) {
 		t.Errorf("logins with two commands running: got %d; want 2 (a second connection)", got)
 	}
 
-	errQueued := errors.New("queued too long")
-	ctx, cancel := context.WithTimeoutCause(context.Background(), 200*time.Millisecond, errQueued)
-	defer cancel()
-	if l, err := p.Acquire(ctx, tg); !errors.Is(err, errQueued) {
+	l, err := p.Acquire(context.Background(), tg, 200*time.Millisecond)
+	var qe *QueueError
+	if !errors.As(err, &qe) || qe.InUse != 2 || qe.Connections != 2 {
 		if l != nil {
 			l.Release()
 		}
-		t.Fatalf("Acquire with every session in use: got %v; want to wait until ctx ends (%v)", err, errQueued)
+		t.Fatalf("Acquire with every session in use: got %v; want a *QueueError with 2 sessions in use on 2 connections", err)
 	}
 	if got := logins(s); got != 2 {
 		t.Errorf("logins after queueing: got %d; want still 2 (MaxConnections)", got)
@@ -257,7 +256,7 @@ func TestLeaseRelease(t *testing.T) {
 	p := newPool(t)
 	tg := target(s)
 	tg.MaxSessions = 2
-	l, err := p.Acquire(context.Background(), tg)
+	l, err := p.Acquire(context.Background(), tg, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,7 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 		ctx, stop = context.WithTimeoutCause(ctx, d, &TimeoutError{d})
 		defer stop()
 	}
-	l, err := p.Acquire(ctx, t)
+	l, err := p.Acquire(ctx, t, forever)
 	if err != nil {
 		if ctx.Err() == nil {
 			return nil, err
@@ -155,17 +156,21 @@ type Lease struct {
 	once   sync.Once
 }
 
+// forever is a wait for a session that only ctx ends.
+const forever = time.Duration(math.MaxInt64)
+
 // Acquire opens a session on a connection to t for one command: on an
 // open connection with a free session slot, else on a new connection while
-// the target has fewer than MaxConnections, else when a slot frees, until
-// ctx ends (its cause is returned). Its errors are Run's. Waiting here is
-// queueing: the command has not started, and Run's timeout has not begun.
-func (p *Pool) Acquire(ctx context.Context, t *Target) (*Lease, error) {
+// the target has fewer than MaxConnections, else when a slot frees within
+// wait (a *QueueError if none does). ctx bounds it all, dialling included
+// (its cause is returned). Its other errors are Run's. Waiting for a slot
+// is queueing: the command has not started.
+func (p *Pool) Acquire(ctx context.Context, t *Target, wait time.Duration) (*Lease, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
 	for redials, refusals := 0, 0; ; {
-		c, err := p.connect(ctx, t, true)
+		c, err := p.connect(ctx, t, true, wait)
 		if err != nil {
 			return nil, err
 		}

@@ -946,8 +946,9 @@ func (g *gateServed) cancelQueued(t *testing.T, tool string) {
 	}
 	waitUntil(t, 10*time.Second, "the slots to free up", func() bool { return g.health(t).ActiveActions == 0 })
 	g.promptly(t)
-	if intent, _ := g.audit(victim.key); intent.Kind != "" {
-		t.Errorf("the cancelled call started once a slot was free: %+v", intent)
+	// It is audited as a call that did not start: no command ran.
+	if _, outcome := g.audit(victim.key); outcome.Status != "cancelled" || !strings.HasPrefix(outcome.Reason, "did not start") {
+		t.Errorf("the cancelled call's outcome: %+v; want cancelled, did not start", outcome)
 	}
 }
 

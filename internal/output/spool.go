@@ -1,7 +1,6 @@
 package output
 
 import (
-	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,9 +148,7 @@ type actionMeta struct {
 // not fail: when the spool cannot store the action, its captures still
 // count, hash and preview, and report why nothing was retained.
 func (s *Spool) Begin(tool, target string) *Action {
-	b := make([]byte, handleRandomBytes)
-	rand.Read(b) // never fails; see crypto/rand
-	h := handlePrefix + strings.ToLower(handleEncoding.EncodeToString(b))
+	h := NewHandle()
 	a := &Action{
 		spool:   s,
 		handle:  h,
