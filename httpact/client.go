@@ -262,6 +262,10 @@ func (e *Endpoint) redirectPolicy(base *url.URL) func(*http.Request, []*http.Req
 	baseOrigin := origin(base)
 	baseEsc := strings.TrimSuffix(base.EscapedPath(), "/")
 	return func(req *http.Request, via []*http.Request) error {
+		// net/http set Referer to the previous URL, query included: with
+		// auth = "query" that is the credential, in a header a server
+		// may log or echo. No hop carries a Referer.
+		req.Header.Del("Referer")
 		if e.FollowRedirects != RedirectsSameOrigin || len(via) > maxHops {
 			return http.ErrUseLastResponse
 		}

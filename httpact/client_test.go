@@ -196,6 +196,64 @@ func TestRedirects(t *testing.T) {
 	}
 }
 
+// TestRedirectLeaks follows redirects with each kind of credential: a
+// same-origin hop carries no Referer, which net/http fills with the
+// previous URL, the query credential included; a hop to another origin is
+// not taken, though net/http would copy a custom credential header to it.
+func TestRedirectLeaks(t *testing.T) {
+	type hop struct{ referer, query, auth, apiKey string }
+	landed := make(chan hop, 1)
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { otherHits.Add(1) }))
+	defer other.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/here", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/api/landing", http.StatusFound)
+	})
+	mux.HandleFunc("/api/away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/steal", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/api/landing", func(w http.ResponseWriter, r *http.Request) {
+		landed <- hop{r.Header.Get("Referer"), r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")}
+		io.WriteString(w, "landed")
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, logs := newTestClient(t)
+	tests := []struct {
+		name    string
+		auth    Auth
+		headers map[string]string
+		want    hop // at the landing; Referer always empty
+	}{
+		{"query", Auth{Kind: AuthQuery, Param: "api_key", Token: []byte(testToken)}, nil, hop{}},
+		{"bearer with the agent's own Referer", bearer(), map[string]string{"Referer": "https://agent.example/?x=1"}, hop{auth: "Bearer " + testToken}},
+		{"header", Auth{Kind: AuthHeader, Header: "X-Api-Key", Token: []byte(testToken)}, nil, hop{apiKey: testToken}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := testEndpoint(srv, tt.auth)
+			e.FollowRedirects = RedirectsSameOrigin
+			var body bytes.Buffer
+			res, err := c.Do(context.Background(), e, Request{Method: "GET", Path: "/here", Headers: tt.headers}, &body)
+			if err != nil || res.Status != StatusOK || body.String() != "landed" {
+				t.Fatalf("%+v, %v, %q; want landed", res, err, body.String())
+			}
+			if got := <-landed; got != tt.want {
+				t.Errorf("the hop carried %+v; want %+v", got, tt.want)
+			}
+			res, err = c.Do(context.Background(), e, Request{Method: "GET", Path: "/away", Headers: tt.headers}, io.Discard)
+			if err != nil || res.HTTPStatus != http.StatusTemporaryRedirect {
+				t.Errorf("%+v, %v; want the 307 returned", res, err)
+			}
+			checkNoSecret(t, logs, res)
+		})
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Errorf("the other origin got %d requests; want none", n)
+	}
+}
+
 func TestBadLocationNotQuoted(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/x%zz?token="+testToken)
