@@ -2,6 +2,8 @@ package httpact
 
 import (
 	"bytes"
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -617,4 +619,72 @@ func TestHTTPS(t *testing.T) {
 		t.Errorf("got %s %q (%s); want ok with the credential", res.Status, body.String(), res.Reason)
 	}
 	checkNoSecret(t, logs, res)
+}
+
+// TestUnaskedContentCoding sends bodies in content codings the transport
+// did not ask for and so does not decode: Do must not hand their bytes on.
+func TestUnaskedContentCoding(t *testing.T) {
+	deflated := func() []byte {
+		var b bytes.Buffer
+		fw, _ := flate.NewWriter(&b, flate.BestCompression)
+		io.WriteString(fw, "token="+testToken)
+		fw.Close()
+		return b.Bytes()
+	}()
+	gzipped := func() []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		io.WriteString(zw, "token="+testToken)
+		zw.Close()
+		return b.Bytes()
+	}()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		coding := r.URL.Query().Get("coding")
+		w.Header().Set("Content-Encoding", coding)
+		switch coding {
+		case "deflate":
+			w.Write(deflated)
+		case "gzip", "gzip, gzip":
+			w.Write(gzipped)
+		default:
+			io.WriteString(w, "opaque bytes")
+		}
+	}))
+	defer srv.Close()
+	c, logs := newTestClient(t)
+	tests := []struct {
+		name, method, coding string
+		allow                bool
+		status               Status
+		wantBody             string // checked when status is ok
+	}{
+		{"gzip asked for and decoded", "GET", "gzip", false, StatusOK, "token=" + testToken},
+		{"identity", "GET", "identity", false, StatusOK, "opaque bytes"},
+		{"deflate refused", "GET", "deflate", false, StatusFailed, ""},
+		{"brotli refused", "GET", "br", false, StatusFailed, ""},
+		{"gzip twice on one line refused", "GET", "gzip, gzip", false, StatusFailed, ""},
+		{"unknown coding refused", "GET", "x-" + testToken, false, StatusFailed, ""},
+		{"HEAD has no body to refuse", "HEAD", "br", false, StatusOK, ""},
+		{"deflate passed on where Accept-Encoding is allowed", "GET", "deflate", true, StatusOK, string(deflated)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := testEndpoint(srv, bearer())
+			if tt.allow {
+				e.AllowSpecialHeaders = []string{"Accept-Encoding"}
+			}
+			var body bytes.Buffer
+			res, err := c.Do(context.Background(), e, Request{Method: tt.method, Query: url.Values{"coding": {tt.coding}}}, &body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.status || body.String() != tt.wantBody || res.BodyBytes != int64(len(tt.wantBody)) {
+				t.Errorf("got %s (%s), body %q; want %s, body %q", res.Status, res.Reason, body.String(), tt.status, tt.wantBody)
+			}
+			if tt.status == StatusFailed && (res.HTTPStatus != 200 || !strings.Contains(res.Reason, "did not ask for")) {
+				t.Errorf("got HTTP %d, reason %q; want 200 and a reason naming the coding", res.HTTPStatus, res.Reason)
+			}
+			checkNoSecret(t, logs, res)
+		})
+	}
 }
