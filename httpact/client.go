@@ -139,9 +139,13 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // at most e.MaxResponseBody bytes. body must not block for long: the
 // request's deadline does not interrupt a Write.
 //
-// Do returns a *RequestError when r is refused before anything is sent, an
-// *EndpointError when e or its credential is unusable, and e.Allow's error
-// when the endpoint's policy refuses the method or path. Every other
+// Do first runs Check's checks on r (see Check for what they are), then
+// checks the credential values. It returns a *RequestError when r is
+// refused before anything is sent, an *EndpointError when e or its
+// credential is unusable, and e.Allow's error when the endpoint's policy
+// refuses the method or path. A response body still in a content coding
+// the transport did not decode is not read (StatusFailed) unless
+// e.AllowSpecialHeaders lists Accept-Encoding. Every other
 // outcome, including connection failures, timeouts and cancellation, is a
 // Result with a nil error.
 func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {
@@ -210,6 +214,14 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 
 	res.HTTPStatus = resp.StatusCode
 	res.Headers = selectHeaders(resp.Header, e.ResponseHeaders)
+	// The transport asked for gzip and decoded it. A body still in a
+	// content coding was sent unasked (br, deflate, gzip twice on one
+	// line, ...): redaction cannot see into it, so it is not read.
+	if coding := undecodedCoding(resp.Header); coding != "" && resp.Body != http.NoBody &&
+		!nameMatches(e.AllowSpecialHeaders, "Accept-Encoding") {
+		res.fail(ctx, out.method, fmt.Errorf("the response body is in %s, which actiongw did not ask for and cannot decode: not read, as redaction could not see into it", coding))
+		return res, nil
+	}
 	n, cut, err := copyBody(body, resp.Body, e.MaxResponseBody)
 	res.BodyBytes, res.BodyCut = n, cut
 	switch {
@@ -262,6 +274,10 @@ func (e *Endpoint) redirectPolicy(base *url.URL) func(*http.Request, []*http.Req
 	baseOrigin := origin(base)
 	baseEsc := strings.TrimSuffix(base.EscapedPath(), "/")
 	return func(req *http.Request, via []*http.Request) error {
+		// net/http set Referer to the previous URL, query included: with
+		// auth = "query" that is the credential, in a header a server
+		// may log or echo. No hop carries a Referer.
+		req.Header.Del("Referer")
 		if e.FollowRedirects != RedirectsSameOrigin || len(via) > maxHops {
 			return http.ErrUseLastResponse
 		}

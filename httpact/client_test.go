@@ -2,6 +2,8 @@ package httpact
 
 import (
 	"bytes"
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -193,6 +195,64 @@ func TestRedirects(t *testing.T) {
 	}
 	if n := otherHits.Load(); n != 0 {
 		t.Errorf("the other origin got %d requests (last credential %q); want none", n, otherAuth.Load())
+	}
+}
+
+// TestRedirectLeaks follows redirects with each kind of credential: a
+// same-origin hop carries no Referer, which net/http fills with the
+// previous URL, the query credential included; a hop to another origin is
+// not taken, though net/http would copy a custom credential header to it.
+func TestRedirectLeaks(t *testing.T) {
+	type hop struct{ referer, query, auth, apiKey string }
+	landed := make(chan hop, 1)
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { otherHits.Add(1) }))
+	defer other.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/here", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/api/landing", http.StatusFound)
+	})
+	mux.HandleFunc("/api/away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/steal", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/api/landing", func(w http.ResponseWriter, r *http.Request) {
+		landed <- hop{r.Header.Get("Referer"), r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")}
+		io.WriteString(w, "landed")
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, logs := newTestClient(t)
+	tests := []struct {
+		name    string
+		auth    Auth
+		headers map[string]string
+		want    hop // at the landing; Referer always empty
+	}{
+		{"query", Auth{Kind: AuthQuery, Param: "api_key", Token: []byte(testToken)}, nil, hop{}},
+		{"bearer with the agent's own Referer", bearer(), map[string]string{"Referer": "https://agent.example/?x=1"}, hop{auth: "Bearer " + testToken}},
+		{"header", Auth{Kind: AuthHeader, Header: "X-Api-Key", Token: []byte(testToken)}, nil, hop{apiKey: testToken}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := testEndpoint(srv, tt.auth)
+			e.FollowRedirects = RedirectsSameOrigin
+			var body bytes.Buffer
+			res, err := c.Do(context.Background(), e, Request{Method: "GET", Path: "/here", Headers: tt.headers}, &body)
+			if err != nil || res.Status != StatusOK || body.String() != "landed" {
+				t.Fatalf("%+v, %v, %q; want landed", res, err, body.String())
+			}
+			if got := <-landed; got != tt.want {
+				t.Errorf("the hop carried %+v; want %+v", got, tt.want)
+			}
+			res, err = c.Do(context.Background(), e, Request{Method: "GET", Path: "/away", Headers: tt.headers}, io.Discard)
+			if err != nil || res.HTTPStatus != http.StatusTemporaryRedirect {
+				t.Errorf("%+v, %v; want the 307 returned", res, err)
+			}
+			checkNoSecret(t, logs, res)
+		})
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Errorf("the other origin got %d requests; want none", n)
 	}
 }
 
@@ -559,4 +619,72 @@ func TestHTTPS(t *testing.T) {
 		t.Errorf("got %s %q (%s); want ok with the credential", res.Status, body.String(), res.Reason)
 	}
 	checkNoSecret(t, logs, res)
+}
+
+// TestUnaskedContentCoding sends bodies in content codings the transport
+// did not ask for and so does not decode: Do must not hand their bytes on.
+func TestUnaskedContentCoding(t *testing.T) {
+	deflated := func() []byte {
+		var b bytes.Buffer
+		fw, _ := flate.NewWriter(&b, flate.BestCompression)
+		io.WriteString(fw, "token="+testToken)
+		fw.Close()
+		return b.Bytes()
+	}()
+	gzipped := func() []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		io.WriteString(zw, "token="+testToken)
+		zw.Close()
+		return b.Bytes()
+	}()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		coding := r.URL.Query().Get("coding")
+		w.Header().Set("Content-Encoding", coding)
+		switch coding {
+		case "deflate":
+			w.Write(deflated)
+		case "gzip", "gzip, gzip":
+			w.Write(gzipped)
+		default:
+			io.WriteString(w, "opaque bytes")
+		}
+	}))
+	defer srv.Close()
+	c, logs := newTestClient(t)
+	tests := []struct {
+		name, method, coding string
+		allow                bool
+		status               Status
+		wantBody             string // checked when status is ok
+	}{
+		{"gzip asked for and decoded", "GET", "gzip", false, StatusOK, "token=" + testToken},
+		{"identity", "GET", "identity", false, StatusOK, "opaque bytes"},
+		{"deflate refused", "GET", "deflate", false, StatusFailed, ""},
+		{"brotli refused", "GET", "br", false, StatusFailed, ""},
+		{"gzip twice on one line refused", "GET", "gzip, gzip", false, StatusFailed, ""},
+		{"unknown coding refused", "GET", "x-" + testToken, false, StatusFailed, ""},
+		{"HEAD has no body to refuse", "HEAD", "br", false, StatusOK, ""},
+		{"deflate passed on where Accept-Encoding is allowed", "GET", "deflate", true, StatusOK, string(deflated)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := testEndpoint(srv, bearer())
+			if tt.allow {
+				e.AllowSpecialHeaders = []string{"Accept-Encoding"}
+			}
+			var body bytes.Buffer
+			res, err := c.Do(context.Background(), e, Request{Method: tt.method, Query: url.Values{"coding": {tt.coding}}}, &body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.status || body.String() != tt.wantBody || res.BodyBytes != int64(len(tt.wantBody)) {
+				t.Errorf("got %s (%s), body %q; want %s, body %q", res.Status, res.Reason, body.String(), tt.status, tt.wantBody)
+			}
+			if tt.status == StatusFailed && (res.HTTPStatus != 200 || !strings.Contains(res.Reason, "did not ask for")) {
+				t.Errorf("got HTTP %d, reason %q; want 200 and a reason naming the coding", res.HTTPStatus, res.Reason)
+			}
+			checkNoSecret(t, logs, res)
+		})
+	}
 }

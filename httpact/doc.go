@@ -2,13 +2,24 @@
 // behalf of an agent, without ever letting the agent choose where the request
 // goes or see the credential it carries.
 //
-// The agent supplies a method, a path, a query, headers and a body. The path
-// is confined under the endpoint's base URL (no scheme, host, port or
-// userinfo can be supplied, and no dot segment, plain or encoded, escapes the
-// base path); agent headers cannot set Authorization, Cookie, Host, Proxy-*
-// or the header the endpoint injects. The credential is added to each
-// request, never by a shared RoundTripper, and redirects are not followed
-// unless the endpoint allows same-origin hops.
+// The agent supplies a method, a path, a query, headers and a body.
+// Endpoint.Check decides on them before anything is sent, and Client.Do runs
+// the very same checks: the path is confined under the endpoint's base URL
+// (no scheme, host, port or userinfo can be supplied, and no dot segment,
+// plain or encoded, escapes the base path) and the endpoint's policy is
+// asked about the normalized path; agent headers cannot set Authorization,
+// Cookie, Host, Proxy-*, framing headers or the header the endpoint injects,
+// nor, unless the endpoint allows them, the special headers that make a
+// server change the form of the body (Accept-Encoding, Range, ...), so that
+// a credential in it escapes redaction, or the method or path it acts on
+// (X-HTTP-Method-Override, ...); the URL and the headers are kept within
+// the endpoint's sizes. The credential is added to each request, never by a
+// shared RoundTripper, and redirects are not followed unless the endpoint
+// allows same-origin hops, which carry no Referer.
+//
+// The transport asks for gzip itself and decodes it, so the caller sees the
+// body as plain bytes; a body still in a content coding nobody asked for is
+// not read.
 //
 // The connection dials the very address that was checked against the denied
 // ranges (loopback, private, link-local, unspecified, ...), so a second DNS

@@ -37,6 +37,13 @@ type Endpoint struct {
 	Allow func(method, path string) error
 	// MaxRequestBody caps Request.Body; zero means no limit.
 	MaxRequestBody int64
+	// MaxURLBytes caps the escaped path as sent (the base path included)
+	// and the agent's query as sent, together; the query credential is not
+	// counted. Zero means no limit.
+	MaxURLBytes int
+	// MaxHeaderBytes caps the agent's headers, the lengths of their names
+	// and values added up; zero means no limit.
+	MaxHeaderBytes int
 	// MaxResponseBody is how many response body bytes are read (the
 	// caller's retention budget plus its drain cap); past it the request is
 	// abandoned and the result says the body was cut. Zero means no limit.
@@ -58,6 +65,16 @@ type Endpoint struct {
 	// Host, Proxy-*, framing headers and the injected header are always
 	// refused.
 	HeaderAllow, HeaderDeny []string
+	// AllowSpecialHeaders lists the special headers the agent may set here,
+	// still subject to HeaderAllow and HeaderDeny; empty refuses them all.
+	// Special headers make the server change the form of the body
+	// (Accept-Encoding, Accept-Charset, A-IM, Range, Request-Range,
+	// If-Range), which redaction then cannot see through, or the method or
+	// path it acts on (X-HTTP-Method-Override, X-HTTP-Method,
+	// X-Method-Override, X-Original-URL, X-Rewrite-URL), past Allow.
+	// Listing Accept-Encoding also passes a body still in a content coding
+	// on undecoded, which Do otherwise refuses to read.
+	AllowSpecialHeaders []string
 	// ResponseHeaders selects the response headers returned, in the same
 	// form as HeaderAllow; empty returns none.
 	ResponseHeaders []string
@@ -139,7 +156,8 @@ func (e *Endpoint) validate() (*url.URL, error) {
 	for _, f := range []struct {
 		field string
 		v     int64
-	}{{"max_request_body", e.MaxRequestBody}, {"max_response_body", e.MaxResponseBody}} {
+	}{{"max_request_body", e.MaxRequestBody}, {"max_response_body", e.MaxResponseBody},
+		{"max_url_bytes", int64(e.MaxURLBytes)}, {"max_header_bytes", int64(e.MaxHeaderBytes)}} {
 		if f.v < 0 {
 			return bad(f.field, "must not be negative")
 		}
@@ -157,6 +175,14 @@ func (e *Endpoint) validate() (*url.URL, error) {
 			if !validToken(strings.TrimSuffix(n, "*")) {
 				return bad(lists.field, "%q is not a header name", n)
 			}
+		}
+	}
+	for _, n := range e.AllowSpecialHeaders {
+		if agentForbidden(n) {
+			return bad("allow_special_headers", "%q is always refused", n)
+		}
+		if _, _, ok := specialHeader(n); !ok {
+			return bad("allow_special_headers", "%q is not a special header (%s); header_allow and header_deny govern the others", n, specialNames())
 		}
 	}
 	r := e.Retry

@@ -7,7 +7,7 @@ import "fmt"
 // or path the endpoint does not allow. Its message never contains a header
 // or query value.
 type RequestError struct {
-	Field  string // method, path, query, headers or body
+	Field  string // method, path, query, url (path and query), headers or body
 	Reason string
 }
 

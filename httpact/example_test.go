@@ -53,3 +53,30 @@ func ExampleClient_Do() {
 	// /v1/repos/o/r as Bearer
 	// GET /admin is not allowed
 }
+
+func ExampleEndpoint_Check() {
+	e := &httpact.Endpoint{
+		Name:    "api",
+		BaseURL: "https://api.example.com/v1",
+		Allow: func(method, path string) error {
+			if !strings.HasPrefix(path, "/echo/") {
+				return fmt.Errorf("%s %s is not allowed", method, path)
+			}
+			return nil
+		},
+		MaxURLBytes: 8192,
+	}
+	// The gateway decides, and records, before anything is sent.
+	for _, r := range []httpact.Request{
+		{Method: "get", Path: "/echo/./a%20b"},
+		{Method: "GET", Path: "/echo/../redirect"},
+		{Method: "GET", Path: "/echo/x", Headers: map[string]string{"Range": "bytes=0-9"}},
+	} {
+		c, err := e.Check(r)
+		fmt.Printf("%s %q %q: %v\n", c.Method, c.Path, c.EscapedPath, err)
+	}
+	// Output:
+	// GET "/echo/a b" "/v1/echo/a%20b": <nil>
+	// GET "/redirect" "/v1/redirect": GET /redirect is not allowed
+	// GET "/echo/x" "/v1/echo/x": headers: "Range" is refused: it asks for part of the body, so a credential split across parts passes redaction one piece at a time; the endpoint's allow_special_headers can permit it
+}

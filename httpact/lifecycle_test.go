@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"strconv"
 	"strings"
@@ -21,22 +22,36 @@ import (
 )
 
 // scripted answers the n-th request (from 1) with steps[n-1], repeating the
-// last step, and records each request body.
+// last step, and records each request body and the gaps between answering
+// one request and receiving the next.
 type scripted struct {
 	steps []func(w http.ResponseWriter)
 	n     atomic.Int32
 	mu    sync.Mutex
 	body  []string
+	// gaps[i] runs from the end of the handler of request i+1 to the
+	// arrival of request i+2. A client cannot send the next request
+	// before it has the answer, which leaves after the handler returns,
+	// so a gap is longer than any wait between the two.
+	gaps     []time.Duration
+	answered time.Time
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	n := int(s.n.Add(1))
 	b, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.body = append(s.body, string(b))
+	if n > 1 {
+		s.gaps = append(s.gaps, arrived.Sub(s.answered))
+	}
 	s.mu.Unlock()
 	s.steps[min(n, len(s.steps))-1](w)
 	fmt.Fprintf(w, "attempt %d", n)
+	s.mu.Lock()
+	s.answered = time.Now()
+	s.mu.Unlock()
 }
 
 func status(code int, header ...string) func(w http.ResponseWriter) {
@@ -48,6 +63,11 @@ func status(code int, header ...string) func(w http.ResponseWriter) {
 	}
 }
 
+// TestRetries checks which answers are retried, how often, that the last
+// answer comes back, and that a Retry-After is waited out (the gap the
+// server saw, a lower bound the client's wait enforces) or, past the
+// deadline, not waited for at all (one attempt, and its answer rather than
+// a timeout).
 func TestRetries(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -56,33 +76,35 @@ func TestRetries(t *testing.T) {
 		steps        []func(http.ResponseWriter)
 		wantAttempts int
 		wantStatus   int
-		minElapsed   time.Duration
-		maxElapsed   time.Duration
+		minGap       time.Duration // the least wait the client must have made between attempts
 	}{
 		{"GET 503 with Retry-After", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503, "Retry-After", "1"), status(200)}, 2, 200, 900 * time.Millisecond, 10 * time.Second},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "1"), status(200)}, 2, 200, time.Second},
 		{"GET 503 to the end returns the last response", Request{Method: "GET"}, RetryPolicy{MaxAttempts: 3},
-			[]func(http.ResponseWriter){status(503)}, 3, 503, 0, 5 * time.Second},
+			[]func(http.ResponseWriter){status(503)}, 3, 503, 0},
 		{"GET 429", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(429), status(200)}, 2, 200, 0, 5 * time.Second},
+			[]func(http.ResponseWriter){status(429), status(200)}, 2, 200, 0},
 		{"GET 501 not retried", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(501), status(200)}, 1, 501, 0, 5 * time.Second},
+			[]func(http.ResponseWriter){status(501), status(200)}, 1, 501, 0},
 		{"GET 404 not retried", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(404), status(200)}, 1, 404, 0, 5 * time.Second},
+			[]func(http.ResponseWriter){status(404), status(200)}, 1, 404, 0},
 		{"POST 503 not retried", Request{Method: "POST", Body: []byte("x")}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0, 5 * time.Second},
+			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0},
 		{"POST with Idempotency-Key retried", Request{Method: "POST", Body: []byte("x"), Headers: map[string]string{"Idempotency-Key": "k1"}}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503), status(200)}, 2, 200, 0, 5 * time.Second},
+			[]func(http.ResponseWriter){status(503), status(200)}, 2, 200, 0},
 		{"PUT body replayed", Request{Method: "PUT", Body: []byte(`{"a":1}`), JSON: true}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(502), status(500), status(201)}, 3, 201, 0, 5 * time.Second},
+			[]func(http.ResponseWriter){status(502), status(500), status(201)}, 3, 201, 0},
 		{"retries disabled", Request{Method: "GET"}, RetryPolicy{MaxAttempts: 1},
-			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0, 5 * time.Second},
-		{"Retry-After capped", Request{Method: "GET"}, RetryPolicy{RetryAfterMax: 50 * time.Millisecond},
-			[]func(http.ResponseWriter){status(503, "Retry-After", "3600"), status(200)}, 2, 200, 40 * time.Millisecond, 5 * time.Second},
+			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0},
+		// Uncapped, the hour would pass the deadline and the 503 come
+		// back after one attempt.
+		{"Retry-After capped", Request{Method: "GET", Timeout: time.Minute}, RetryPolicy{RetryAfterMax: 50 * time.Millisecond},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "3600"), status(200)}, 2, 200, 50 * time.Millisecond},
 		{"Retry-After date", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(429, "Retry-After", time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)), status(200)}, 2, 200, 0, 5 * time.Second},
-		{"Retry-After past the deadline returns the answer", Request{Method: "GET", Timeout: 2 * time.Second}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503, "Retry-After", "20"), status(200)}, 1, 503, 0, 1500 * time.Millisecond},
+			[]func(http.ResponseWriter){status(429, "Retry-After", time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)), status(200)}, 2, 200, 0},
+		// Waiting would end in a timeout; the 503 is the answer.
+		{"Retry-After past the deadline returns the answer", Request{Method: "GET", Timeout: 10 * time.Second}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "20"), status(200)}, 1, 503, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,9 +119,7 @@ func TestRetries(t *testing.T) {
 			}
 			e.Retry.WaitMin, e.Retry.WaitMax = time.Millisecond, 5*time.Millisecond
 			var body bytes.Buffer
-			start := time.Now()
 			res, err := c.Do(context.Background(), e, tt.req, &body)
-			elapsed := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,8 +130,10 @@ func TestRetries(t *testing.T) {
 			if want := fmt.Sprintf("attempt %d", tt.wantAttempts); body.String() != want {
 				t.Errorf("body %q; want the last response %q", body.String(), want)
 			}
-			if elapsed < tt.minElapsed || elapsed > tt.maxElapsed {
-				t.Errorf("took %v; want between %v and %v", elapsed, tt.minElapsed, tt.maxElapsed)
+			for i, gap := range s.gaps {
+				if gap < tt.minGap {
+					t.Errorf("attempt %d came %v after the answer to attempt %d; want at least %v", i+2, gap, i+1, tt.minGap)
+				}
 			}
 			for i, b := range s.body {
 				if b != string(tt.req.Body) {
@@ -169,15 +191,21 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestCancel cancels a request while it waits for headers, while it reads
-// the body and while it waits between retries; each must end at once as
-// cancelled with the cause, and a second request must then complete.
+// TestCancel cancels a request at an event the test sees: while it waits
+// for headers (the server has it), while it reads the body (the first bytes
+// were written) and while it waits between retries (the 503 was read to
+// the end, which comes after the decision to retry and before the wait).
+// Each must end as cancelled with the cause, and a second request must then
+// complete. Nothing else ends these requests early: the server holds until
+// the client hangs up, the retry wait is 20 s and the timeout a minute, so
+// a cancel not acted on shows as a timeout or a second attempt.
 func TestCancel(t *testing.T) {
 	arrived := make(chan struct{}, 8)
+	release := make(chan struct{})
 	hold := func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
-		case <-time.After(20 * time.Second):
+		case <-release:
 		}
 	}
 	mux := http.NewServeMux()
@@ -191,54 +219,56 @@ func TestCancel(t *testing.T) {
 		hold(w, r)
 	})
 	mux.HandleFunc("/api/backoff", func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
 		w.Header().Set("Retry-After", "20")
 		w.WriteHeader(503)
+		// A body, so the connection goes idle only when the client has
+		// read it, after deciding to retry.
+		io.WriteString(w, "busy")
 	})
 	mux.HandleFunc("/api/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
+	defer close(release) // before srv.Close, which waits for handlers
 	c, logs := newTestClient(t)
 	e := testEndpoint(srv, bearer())
 	e.Retry.RetryAfterMax = time.Minute
 
 	tests := []struct {
 		path      string
-		trigger   func(w *signalWriter) <-chan struct{}
+		trigger   func(w *signalWriter, idle <-chan struct{}) <-chan struct{}
 		wantBytes bool
 	}{
-		{"/headers", func(*signalWriter) <-chan struct{} { return arrived }, false},
-		{"/body", func(w *signalWriter) <-chan struct{} { return w.first }, true},
-		{"/backoff", func(*signalWriter) <-chan struct{} {
-			ch := make(chan struct{})
-			go func() { <-arrived; time.Sleep(100 * time.Millisecond); close(ch) }()
-			return ch
-		}, false},
+		{"/headers", func(*signalWriter, <-chan struct{}) <-chan struct{} { return arrived }, false},
+		{"/body", func(w *signalWriter, _ <-chan struct{}) <-chan struct{} { return w.first }, true},
+		{"/backoff", func(_ *signalWriter, idle <-chan struct{}) <-chan struct{} { return idle }, false},
 	}
 	for _, tt := range tests {
 		t.Run(strings.TrimPrefix(tt.path, "/"), func(t *testing.T) {
-			ctx, cancel := context.WithCancelCause(context.Background())
+			idle := make(chan struct{})
+			var idleOnce sync.Once
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				PutIdleConn: func(err error) {
+					if err == nil {
+						idleOnce.Do(func() { close(idle) })
+					}
+				},
+			})
+			ctx, cancel := context.WithCancelCause(ctx)
 			w := &signalWriter{first: make(chan struct{})}
-			trig := tt.trigger(w)
-			var cancelledAt time.Time
+			trig := tt.trigger(w, idle)
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
 				<-trig
-				cancelledAt = time.Now()
 				cancel(errors.New("stopped by the user"))
 			}()
 			res, err := c.Do(ctx, e, Request{Method: "GET", Path: tt.path, Timeout: time.Minute}, w)
-			ended := time.Now()
 			<-done
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.Status != StatusCancelled || res.Reason != "stopped by the user" {
 				t.Errorf("got %s %q; want cancelled with the cause", res.Status, res.Reason)
-			}
-			if lag := ended.Sub(cancelledAt); lag > 2*time.Second {
-				t.Errorf("Do returned %v after the cancel; want at once", lag)
 			}
 			if tt.wantBytes && (res.BodyBytes < 4096 || res.HTTPStatus != 200) {
 				t.Errorf("body bytes %d, status %d; want the 4096 bytes read before the cancel", res.BodyBytes, res.HTTPStatus)
@@ -268,13 +298,12 @@ func TestTimeout(t *testing.T) {
 	c, _ := newTestClient(t)
 	e := testEndpoint(srv, bearer())
 
-	start := time.Now()
 	res, err := c.Do(context.Background(), e, Request{Method: "GET", Timeout: 300 * time.Millisecond}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusTimeout || res.Reason != "request timed out after 300ms" || time.Since(start) > 5*time.Second {
-		t.Errorf("got %s %q after %v; want a timeout after 300ms", res.Status, res.Reason, time.Since(start))
+	if res.Status != StatusTimeout || res.Reason != "request timed out after 300ms" {
+		t.Errorf("got %s %q; want a timeout after 300ms", res.Status, res.Reason)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -323,7 +352,6 @@ func TestBodyLimit(t *testing.T) {
 			e.MaxResponseBody = limit
 			var w signalWriter
 			w.first = make(chan struct{})
-			start := time.Now()
 			res, err := c.Do(context.Background(), e, Request{Method: "GET", Query: map[string][]string{"n": {fmt.Sprint(tt.n)}}}, &w)
 			if err != nil {
 				t.Fatal(err)
@@ -335,9 +363,6 @@ func TestBodyLimit(t *testing.T) {
 				finished.Wait() // the handler stops once its writes fail
 				if sent := wrote.Load(); sent >= tt.n {
 					t.Errorf("server sent all %d bytes; want the request abandoned", sent)
-				}
-				if d := time.Since(start); d > 10*time.Second {
-					t.Errorf("abandoning took %v", d)
 				}
 			}
 		})

@@ -30,11 +30,107 @@ type Request struct {
 	Timeout time.Duration
 }
 
+// Checked is what Check decided about a request: what will be sent, as far
+// as the agent chose it.
+type Checked struct {
+	Method string // upper case
+	// Path is the normalized, decoded path relative to the base URL
+	// ("/repos/o/r"): what Allow was asked about.
+	Path string
+	// EscapedPath is the path as sent, the base path included
+	// ("/api/repos/o/r").
+	EscapedPath string
+}
+
 // userAgent is sent unless the agent sets its own; some APIs refuse
 // requests without one.
 const userAgent = "actiongw"
 
-// outgoing is a checked request ready to send.
+// checked is a request that passed Check: the agent's query and headers
+// are checked and hold no credential yet.
+type checked struct {
+	Checked
+	base   *url.URL
+	query  url.Values
+	header http.Header
+}
+
+// Check runs every check Do runs on the agent's part of r before anything
+// is sent: the method, the path's confinement under the base URL,
+// e.Allow on the normalized method and path, the query, the headers
+// (forbidden, special, allowlist, denylist), the body's size and JSON, and
+// MaxURLBytes and MaxHeaderBytes. Do runs it again, so a caller may call
+// Check first to decide and record the request, then Do.
+//
+// Check returns a *RequestError for an agent mistake, an *EndpointError if
+// e is invalid, and Allow's error as is when the policy refuses. Once the
+// path is confined, Checked is filled even with an error, so a refusal can
+// be recorded with the path that was refused. Check does not look at the
+// credential values, which Do checks as well.
+func (e *Endpoint) Check(r Request) (Checked, error) {
+	c, err := e.check(&r)
+	return c.Checked, err
+}
+
+// check is Check, also returning the parsed base URL and the agent's
+// checked query and headers.
+func (e *Endpoint) check(r *Request) (c checked, err error) {
+	c.base, err = e.validate()
+	if err != nil {
+		return c, err
+	}
+
+	c.Method = strings.ToUpper(r.Method)
+	if !validToken(c.Method) {
+		return checked{}, &RequestError{Field: "method", Reason: "is not an HTTP method"}
+	}
+	if c.Method == http.MethodConnect {
+		return checked{}, &RequestError{Field: "method", Reason: "CONNECT is not supported"}
+	}
+
+	c.EscapedPath, c.Path, err = confinePath(strings.TrimSuffix(c.base.EscapedPath(), "/"), r.Path)
+	if err != nil {
+		return checked{}, err
+	}
+	if e.Allow != nil {
+		if err := e.Allow(c.Method, c.Path); err != nil {
+			return c, err
+		}
+	}
+
+	if c.query, err = e.query(r.Query); err != nil {
+		return c, err
+	}
+	if n := urlBytes(c.EscapedPath, c.query); e.MaxURLBytes > 0 && n > e.MaxURLBytes {
+		return c, &RequestError{Field: "url", Reason: fmt.Sprintf(
+			"the path and query are %d bytes as sent, over this endpoint's limit of %d (max_url_bytes)", n, e.MaxURLBytes)}
+	}
+	if c.header, err = e.header(r.Headers); err != nil {
+		return c, err
+	}
+
+	if n := int64(len(r.Body)); e.MaxRequestBody > 0 && n > e.MaxRequestBody {
+		return c, &RequestError{Field: "body", Reason: fmt.Sprintf(
+			"is %d bytes, over this endpoint's limit of %d (max_request_bytes)", n, e.MaxRequestBody)}
+	}
+	if r.JSON && !json.Valid(r.Body) {
+		return c, &RequestError{Field: "body", Reason: "is not valid JSON"}
+	}
+	return c, nil
+}
+
+// urlBytes is the length of the escaped path and the agent's query as
+// sent. The query credential is not counted: the limit is on what the
+// agent chose, and an error must not tell the credential's length.
+func urlBytes(esc string, q url.Values) int {
+	n := len(esc)
+	if s := q.Encode(); s != "" {
+		n += 1 + len(s)
+	}
+	return n
+}
+
+// outgoing is a checked request with its credential, ready to send.
 type outgoing struct {
 	base   *url.URL
 	url    *url.URL
@@ -43,64 +139,32 @@ type outgoing struct {
 	body   []byte
 }
 
-// prepare checks r against e and builds the request. It returns a
-// *RequestError for an agent mistake, an *EndpointError for a configuration
-// or credential problem, and Allow's error when the policy refuses.
+// prepare checks r against e, as Check does, checks the credential values
+// and builds the request with them.
 func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
-	base, err := e.validate()
+	c, err := e.check(r)
 	if err != nil {
 		return nil, err
 	}
 	if err := e.checkSecrets(); err != nil {
 		return nil, err
 	}
+	q, h := c.query, c.header // fresh from check: ours to change
+	if h.Get("User-Agent") == "" {
+		h.Set("User-Agent", userAgent)
+	}
+	if r.JSON && h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	e.inject(q, h)
 
-	method := strings.ToUpper(r.Method)
-	if !validToken(method) {
-		return nil, &RequestError{Field: "method", Reason: "is not an HTTP method"}
-	}
-	if method == http.MethodConnect {
-		return nil, &RequestError{Field: "method", Reason: "CONNECT is not supported"}
-	}
-
-	esc, clean, err := confinePath(strings.TrimSuffix(base.EscapedPath(), "/"), r.Path)
-	if err != nil {
-		return nil, err
-	}
-	if e.Allow != nil {
-		if err := e.Allow(method, clean); err != nil {
-			return nil, err
-		}
-	}
-
-	q, err := e.query(r.Query)
-	if err != nil {
-		return nil, err
-	}
-	h, err := e.header(r.Headers)
-	if err != nil {
-		return nil, err
-	}
-
-	if n := int64(len(r.Body)); e.MaxRequestBody > 0 && n > e.MaxRequestBody {
-		return nil, &RequestError{Field: "body", Reason: fmt.Sprintf("is %d bytes, over this endpoint's limit of %d", n, e.MaxRequestBody)}
-	}
-	if r.JSON {
-		if !json.Valid(r.Body) {
-			return nil, &RequestError{Field: "body", Reason: "is not valid JSON"}
-		}
-		if h.Get("Content-Type") == "" {
-			h.Set("Content-Type", "application/json")
-		}
-	}
-
-	u := &url.URL{Scheme: base.Scheme, Host: base.Host, RawQuery: q.Encode()}
-	u.Path, _ = url.PathUnescape(esc) // esc was built from checked segments
-	u.RawPath = esc
-	return &outgoing{base: base, url: u, method: method, header: h, body: r.Body}, nil
+	u := &url.URL{Scheme: c.base.Scheme, Host: c.base.Host, RawQuery: q.Encode()}
+	u.Path, _ = url.PathUnescape(c.EscapedPath) // built from checked segments
+	u.RawPath = c.EscapedPath
+	return &outgoing{base: c.base, url: u, method: c.Method, header: h, body: r.Body}, nil
 }
 
-// query checks the agent's query and adds the query credential.
+// query checks the agent's query.
 func (e *Endpoint) query(in url.Values) (url.Values, error) {
 	q := make(url.Values, len(in)+1)
 	for k, vs := range in {
@@ -123,15 +187,13 @@ func (e *Endpoint) query(in url.Values) (url.Values, error) {
 		}
 		q[k] = vs
 	}
-	if e.Auth.Kind == AuthQuery {
-		q.Set(e.Auth.Param, string(e.Auth.Token))
-	}
 	return q, nil
 }
 
-// header checks the agent's headers and adds the credential.
+// header checks the agent's headers.
 func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 	h := make(http.Header, len(in)+2)
+	size := 0
 	for k, v := range in {
 		bad := func(reason string) error {
 			return &RequestError{Field: "headers", Reason: reason}
@@ -142,6 +204,9 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		if agentForbidden(k) || (e.Auth.Kind == AuthHeader && strings.EqualFold(k, e.Auth.Header)) {
 			return nil, bad(fmt.Sprintf("%q is set by actiongw and cannot be supplied", k))
 		}
+		if err := e.checkSpecial(k); err != nil {
+			return nil, err
+		}
 		if len(e.HeaderAllow) > 0 && !nameMatches(e.HeaderAllow, k) {
 			return nil, bad(fmt.Sprintf("%q is not in this endpoint's header allowlist", k))
 		}
@@ -151,11 +216,18 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		if hasControl(v) {
 			return nil, bad(fmt.Sprintf("the value of %q contains a control character", k))
 		}
+		size += len(k) + len(v)
 		h.Set(k, v)
 	}
-	if h.Get("User-Agent") == "" {
-		h.Set("User-Agent", userAgent)
+	if e.MaxHeaderBytes > 0 && size > e.MaxHeaderBytes {
+		return nil, &RequestError{Field: "headers", Reason: fmt.Sprintf(
+			"are %d bytes (names and values), over this endpoint's limit of %d (max_header_bytes)", size, e.MaxHeaderBytes)}
 	}
+	return h, nil
+}
+
+// inject adds the credential to a checked query and header.
+func (e *Endpoint) inject(q url.Values, h http.Header) {
 	switch e.Auth.Kind {
 	case AuthBearer:
 		h.Set("Authorization", "Bearer "+string(e.Auth.Token))
@@ -166,6 +238,7 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		clear(cred)
 	case AuthHeader:
 		h.Set(e.Auth.Header, string(e.Auth.Token))
+	case AuthQuery:
+		q.Set(e.Auth.Param, string(e.Auth.Token))
 	}
-	return h, nil
 }
