@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -77,13 +78,20 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 	return g.run(ctx, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
-		check: func() error {
-			// A first check on the path as given, so a denial is audited
-			// as one; httpact checks again on the normalized path.
-			if err := he.requests.Check(method, in.Path); err != nil {
-				return err
+		check: func(intent *audit.Record) error {
+			// Policy and every check of the agent's input, on the request
+			// as it would be sent: the audit records the normalized path.
+			chk, err := he.endpoint.Check(req)
+			if chk.Path != "" {
+				intent.Path = chk.Path
 			}
-			if he.err != nil {
+			var re *httpact.RequestError
+			switch {
+			case errors.As(err, &re):
+				return &unusableError{"request." + re.Field, re.Reason, err}
+			case err != nil:
+				return err
+			case he.err != nil:
 				return &unusableError{"credentials", he.err.Error(), fmt.Errorf("cannot use endpoint %q: %w", in.Endpoint, he.err)}
 			}
 			return nil
@@ -107,8 +115,9 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 				Headers: map[string]string{}, DurationMS: e.duration.Milliseconds(), Body: s[0], Reason: e.reason}
 			if res != nil {
 				out.Attempts = res.Attempts
+				// Names too: a server may echo anything into a header name.
 				for k, v := range res.Headers {
-					out.Headers[k] = g.red.RedactString(v)
+					out.Headers[g.red.RedactString(k)] = g.red.RedactString(v)
 				}
 			}
 			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, in.Path), out.Status != StatusOK

@@ -24,7 +24,8 @@ type action struct {
 	// check decides whether the action may run: a *policy.DeniedError
 	// denies it, an *unusableError refuses it for a reason of the target
 	// or the request (a secret that did not load, stdin over the limit).
-	check func() error
+	// It may correct the intent to what would actually be sent.
+	check func(intent *audit.Record) error
 	// asked, timeout and maxTimeout are the call's timeout_s and the
 	// target's timeout and max_timeout.
 	asked, timeout, maxTimeout time.Duration
@@ -79,7 +80,7 @@ func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
 // is audited as such and returned as a failure that says why.
 func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolResult {
 	intent := &a.intent
-	if err := a.check(); err != nil {
+	if err := a.check(intent); err != nil {
 		var de *policy.DeniedError
 		var ue *unusableError
 		switch {

@@ -58,7 +58,7 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 	var lease *sshexec.Lease
 	return g.run(ctx, &action{
 		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
-		check: func() error {
+		check: func(*audit.Record) error {
 			// Sizes and bytes first: one call must not flood the audit
 			// log, nor reach the connection with what makes sshd drop it.
 			if len(in.Command) > st.maxCommand {

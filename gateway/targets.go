@@ -38,7 +38,9 @@ type sshTarget struct {
 
 // httpEndpoint is a configured HTTP endpoint, ready to use.
 type httpEndpoint struct {
-	endpoint *httpact.Endpoint // nil when err is set
+	// endpoint checks requests even when err is set (Check needs no
+	// credential); only then can it send none.
+	endpoint *httpact.Endpoint
 	err      error
 	requests *policy.Requests
 
@@ -164,9 +166,11 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 		MaxResponseBody: cfg.Server.RetainHeadBytes + cfg.Server.RetainTailBytes + c.DrainCap,
 		AllowPrivate:    c.AllowPrivate, FollowRedirects: c.FollowRedirects,
 		HeaderAllow: c.HeaderAllow, HeaderDeny: c.HeaderDeny, ResponseHeaders: c.ResponseHeaders,
+		AllowSpecialHeaders: c.AllowSpecialHeaders, MaxURLBytes: c.MaxURLBytes, MaxHeaderBytes: c.MaxHeaderBytes,
 		Retry: httpact.RetryPolicy{MaxAttempts: c.MaxAttempts},
 		Auth:  httpact.Auth{Kind: c.Auth, User: []byte(c.User), Header: c.Header, Param: c.Param},
 	}
+	he.endpoint = e
 	var err1, err2 error
 	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
 	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
@@ -174,11 +178,7 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 		he.err = fmt.Errorf("endpoint %q: %w", name, err)
 		return he
 	}
-	if err := e.Validate(); err != nil {
-		he.err = err
-		return he
-	}
-	he.endpoint = e
+	he.err = e.Validate()
 	return he
 }
 

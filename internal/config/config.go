@@ -167,10 +167,12 @@ type HTTPEndpoint struct {
 	HeaderDeny  []string `toml:"header_deny"`
 	// AllowSpecialHeaders lists headers, refused by default, that this
 	// endpoint may send: those that change the form of the response
-	// (Accept-Encoding, Range, If-Range, TE), which could carry a
-	// credential past redaction compressed or in pieces, and those that
-	// change the method (X-HTTP-Method-Override and the like), which could
-	// carry a call past the methods allowed.
+	// (Accept-Encoding, Accept-Charset, A-IM, Range, Request-Range,
+	// If-Range), which could bring a credential back encoded or in pieces,
+	// past redaction, and those that change the method or the route
+	// (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override,
+	// X-Original-URL, X-Rewrite-URL), which could carry a call past the
+	// methods and paths allowed. See package httpact.
 	AllowSpecialHeaders []string `toml:"allow_special_headers"`
 	// ResponseHeaders lists the response headers returned to the agent.
 	ResponseHeaders []string `toml:"response_headers" default:"Content-Type,Content-Length,Location,Retry-After,ETag,X-Request-Id,Request-Id"`
