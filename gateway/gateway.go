@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -71,8 +72,8 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	s := cfg.Server
-	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
+	if err := checkStateDir(s.StateDir); err != nil {
+		return nil, err
 	}
 	spool, err := output.OpenSpool(filepath.Join(s.StateDir, "spool"), output.SpoolOptions{
 		TTL: s.SpoolTTL, MaxBytes: s.SpoolMaxBytes,
@@ -101,6 +102,23 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	}
 	g.ctx, g.cancel = context.WithCancelCause(context.Background())
 	return g, nil
+}
+
+// checkStateDir creates the state directory (mode 0700) or refuses one that
+// others may write: whoever can write there can replace the audit log or
+// the spool under the server.
+func checkStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("state directory %s is writable by other users (mode %04o): they could rewrite the audit log or the spool; make it private with: chmod 700 %s", dir, fi.Mode().Perm(), dir)
+	}
+	return nil
 }
 
 // ActiveActions is the number of actions running now.

@@ -99,6 +99,10 @@ func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[st
 			whole, errs[name] = err, err
 		case err != nil:
 			errs[name] = err
+		case v.Len() < redact.MinSecretLen:
+			// Too short to redact: the targets that use it fail, the
+			// server does not.
+			errs[name] = &redact.ShortSecretError{Name: name}
 		default:
 			values[name] = v
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/secrets"
 )
 
 // check validates the config and reports, one row per item, what is wrong.
@@ -53,7 +52,7 @@ func (c *cli) checkRows(ctx context.Context, cfg *config.Config) []checkRow {
 	var rows []checkRow
 	kr := c.keyring()
 	names := cfg.SecretNames()
-	stored, err := lookupSecrets(ctx, kr, names)
+	problems, err := lookupSecrets(ctx, kr, names)
 	if err != nil {
 		// The keyring as a whole failed: one row says why, and the targets
 		// that need secrets fail below with the same error.
@@ -63,10 +62,7 @@ func (c *cli) checkRows(ctx context.Context, cfg *config.Config) []checkRow {
 		if err != nil {
 			break
 		}
-		row := checkRow{item: "secret " + name, detail: "present in the keyring"}
-		if !stored[name] {
-			row.err = &secrets.NotFoundError{Name: name}
-		}
+		row := checkRow{item: "secret " + name, detail: "present in the keyring", err: problems[name]}
 		rows = append(rows, row)
 	}
 	log := newLogger(c.stderr, "error")

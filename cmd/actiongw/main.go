@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -151,6 +152,11 @@ func (c *cli) loadConfig(path string) (*config.Config, error) {
 	cfg, err := config.Load(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no config at %s (create one from config.example.toml, or pass -config PATH)", path)
+	}
+	if fi, serr := os.Stat(path); err == nil && serr == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o044 != 0 {
+		// It holds no credential, but it maps the person's hosts and APIs.
+		newLogger(c.stderr, "warn").Warn("the config file is readable by other users; it names your targets and keyring items (never their values): chmod 600 it",
+			"path", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
 	}
 	return cfg, err
 }

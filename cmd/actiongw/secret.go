@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -63,6 +64,10 @@ func (c *cli) secretSet(ctx context.Context, args []string) error {
 		return fmt.Errorf("secret set: %w", err)
 	}
 	defer clear(value)
+	if len(value) < redact.MinSecretLen {
+		// It could not be redacted from output without mangling it.
+		return fmt.Errorf("secret set: %w", &redact.ShortSecretError{Name: name})
+	}
 	if err := c.keyring().Set(ctx, name, value); err != nil {
 		return fmt.Errorf("secret set: %w", err)
 	}
@@ -98,23 +103,27 @@ func (c *cli) secretList(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.stdout, "the config names no secrets")
 		return nil
 	}
-	stored, err := lookupSecrets(ctx, c.keyring(), names)
+	problems, err := lookupSecrets(ctx, c.keyring(), names)
 	if err != nil {
 		return fmt.Errorf("secret list: %w", err)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS")
-	missing := 0
+	bad := 0
 	for _, name := range names {
 		status := "stored"
-		if !stored[name] {
-			status, missing = "missing", missing+1
+		var short *redact.ShortSecretError
+		switch err := problems[name]; {
+		case errors.As(err, &short):
+			status, bad = fmt.Sprintf("too short (at least %d bytes)", redact.MinSecretLen), bad+1
+		case err != nil:
+			status, bad = "missing", bad+1
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", name, status)
 	}
 	tw.Flush()
-	if missing > 0 {
-		fmt.Fprintln(c.stdout, "store a missing secret with: actiongw secret set NAME")
+	if bad > 0 {
+		fmt.Fprintln(c.stdout, "store a missing or too short secret with: actiongw secret set NAME")
 	}
 	return nil
 }
@@ -125,19 +134,28 @@ func (c *cli) keyring() *secrets.Keyring {
 	return &secrets.Keyring{Service: c.getenv("ACTIONGW_KEYRING_SERVICE")}
 }
 
-// lookupSecrets reports which of names the keyring holds. An error is about
-// the keyring as a whole (no Secret Service, a locked keyring): it ends the
-// lookup, since every other name would fail the same way.
-func lookupSecrets(ctx context.Context, kr *secrets.Keyring, names []string) (map[string]bool, error) {
-	stored := make(map[string]bool, len(names))
+// lookupSecrets reports what is wrong with each of names in the keyring:
+// nothing (nil), not there (*secrets.NotFoundError), or too short to
+// redact (*redact.ShortSecretError). An error is about the keyring as a
+// whole (no Secret Service, a locked keyring): it ends the lookup, since
+// every other name would fail the same way.
+func lookupSecrets(ctx context.Context, kr *secrets.Keyring, names []string) (map[string]error, error) {
+	problems := make(map[string]error, len(names))
 	for _, name := range names {
-		ok, err := kr.Present(ctx, name)
-		if err != nil {
+		v, err := kr.Get(ctx, name)
+		var nf *secrets.NotFoundError
+		switch {
+		case errors.As(err, &nf):
+			problems[name] = err
+		case err != nil:
 			return nil, err
+		case v.Len() < redact.MinSecretLen:
+			problems[name] = &redact.ShortSecretError{Name: name}
+		default:
+			problems[name] = nil
 		}
-		stored[name] = ok
 	}
-	return stored, nil
+	return problems, nil
 }
 
 // secretName parses the arguments of set and delete: exactly one NAME.

@@ -101,6 +101,11 @@ func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, store gateway.Se
 		Config: cfg, Logger: logger, Version: version, Gateway: gw,
 		ActiveActions: func() int { return int(gw.ActiveActions()) },
 	})
+	if ctx.Err() != nil {
+		// SIGTERM or SIGINT: a requested, clean shutdown, not a failure.
+		logger.Info("shutting down on a signal", "cause", context.Cause(ctx).Error())
+		err = nil
+	}
 	// Stdin EOF or a signal: cancel running actions and record their outcomes.
 	return errors.Join(err, gw.Close())
 }

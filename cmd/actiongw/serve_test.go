@@ -483,8 +483,8 @@ func TestServeCancelHTTP(t *testing.T) {
 }
 
 // TestServeShutdown ends the server with stdin closed, and with SIGTERM,
-// while a command runs: the server exits in bounded time, the remote process
-// is gone and the action's outcome is on record.
+// while a command runs: the server exits by itself with status 0, the
+// remote process is gone and the action's outcome is on record.
 func TestServeShutdown(t *testing.T) {
 	for _, how := range []string{"stdin EOF", "SIGTERM"} {
 		t.Run(how, func(t *testing.T) {
@@ -500,13 +500,13 @@ func TestServeShutdown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
 			if how == "SIGTERM" {
 				server.Signal(syscall.SIGTERM)
 			}
-			s.client.Close() // closes stdin; kills the server if it is still up after 5 s
-			if d := time.Since(start); d > 4*time.Second {
-				t.Errorf("server took %v to exit; want it bounded well under the 5 s kill", d)
+			// Close closes stdin and kills the server if it is still up
+			// after its timeout: a clean exit is status 0 either way.
+			if err := s.client.Close(); err != nil {
+				t.Errorf("server exit after %s: %v; want a clean exit, status 0", how, err)
 			}
 			if !sshtest.WaitGone(pid, 5*time.Second) {
 				t.Errorf("remote process %d survived the server", pid)
