@@ -45,6 +45,8 @@ type served struct {
 	hang    net.Listener // accepts TCP and never speaks
 	release chan struct{}
 	seen    lockedBuffer // every tool result received, as JSON
+	cfgPath string       // the config serve runs with
+	env     []string     // serve's environment (its keyring service)
 }
 
 // lockedBuffer collects output written from several goroutines.
@@ -70,7 +72,8 @@ type servedOptions struct {
 	stopMode string
 	// server holds extra [server] lines, such as limits.
 	server string
-	// tables holds extra TOML tables, such as more targets.
+	// tables holds extra TOML tables, such as more targets; @PORT@,
+	// @USER@ and @KNOWN_HOSTS@ become the test sshd's.
 	tables string
 	// prepare runs on the state directory before serve starts.
 	prepare func(state string)
@@ -138,25 +141,35 @@ token_secret = "api-token"
 allow_private = true
 max_attempts = 3
 %s
-`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, o.tables)
+`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User, "@KNOWN_HOSTS@", s.sshd.KnownHosts).Replace(o.tables))
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(actiongwBinary(t), "serve", "-config", cfgPath)
-	cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+service)
-	cmd.Stderr = s.stderr
-	s.client, err = mcphost.Start(ctx, cmd, mcphost.Options{})
+	s.cfgPath, s.env = cfgPath, append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+service)
+	s.client = s.startServer(t, s.stderr)
+	return s
+}
+
+// startServer starts another `actiongw serve` on s's config, state
+// directory and keyring, with its stderr going to stderr, and initializes
+// it; it is closed at cleanup.
+func (s *served) startServer(t testing.TB, stderr *lockedBuffer) *mcphost.Client {
+	t.Helper()
+	cmd := exec.Command(actiongwBinary(t), "serve", "-config", s.cfgPath)
+	cmd.Env = s.env
+	cmd.Stderr = stderr
+	client, err := mcphost.Start(context.Background(), cmd, mcphost.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.client.Close() })
-	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	t.Cleanup(func() { client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := s.client.Initialize(ictx); err != nil {
-		t.Fatalf("initialize: %v\nstderr:\n%s", err, s.stderr)
+	if _, err := client.Initialize(ctx); err != nil {
+		t.Fatalf("initialize: %v\nstderr:\n%s", err, stderr)
 	}
-	return s
+	return client
 }
 
 // serveHTTP echoes the Authorization header; /slow-headers waits before
