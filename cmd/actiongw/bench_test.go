@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,4 +176,49 @@ func BenchmarkMCPCancel(b *testing.B) {
 	}
 	gone.report(b, "gone-")
 	next.report(b, "next-")
+}
+
+// BenchmarkServeMemory reports serve's resident memory: idle after start,
+// peak through one 1 GiB drain, and peak through 10 and 50 concurrent
+// drains of 20 MB each (what README's Memory paragraph states).
+func BenchmarkServeMemory(b *testing.B) {
+	for b.Loop() {
+		s := startServedWith(b, servedOptions{server: "max_concurrent_actions = 64"})
+		pid := s.client.Pid()
+		mib := func(field string) float64 {
+			v, err := proc.Memory(pid, field)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return float64(v) / (1 << 20)
+		}
+		s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"}) // connected
+		b.ReportMetric(mib("VmRSS"), "idle-MiB")
+		drain := func(n int, size int64) {
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+					defer cancel()
+					r, err := s.client.CallTool(ctx, "ssh_exec", map[string]any{"target": "box", "command": fmt.Sprintf("head -c %d /dev/zero", size), "timeout_s": 600}, nil)
+					if err != nil {
+						b.Errorf("ssh_exec: %v", err)
+						return
+					}
+					if out := decode[gateway.SSHExecOutput](b, r); out.Stdout.Bytes != size {
+						b.Errorf("drained %d bytes; want %d", out.Stdout.Bytes, size)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		drain(1, 1<<30)
+		b.ReportMetric(mib("VmHWM"), "1GiB-drain-peak-MiB")
+		drain(10, 20e6)
+		b.ReportMetric(mib("VmHWM"), "10-drains-peak-MiB")
+		drain(50, 20e6)
+		b.ReportMetric(mib("VmHWM"), "50-drains-peak-MiB")
+		s.client.Close()
+	}
+	b.ReportMetric(0, "ns/op")
 }
