@@ -29,11 +29,12 @@ const (
 
 // SearchResult is the search_output result.
 //
-// Every retained byte is searched, line by line. A line longer than what
-// one look at the deadline allows is matched as a stream rather than cut
-// into windows, so no match is missed or made up at a buffer boundary.
-// A line that a gap in what was retained cuts in two is searched as two
-// lines, each of the part retained.
+// Every retained byte is searched, line by line, and no match is missed
+// or made up at a buffer boundary. A line longer than what one look at the
+// deadline allows is matched in overlapping windows when the pattern's
+// matches are short and depend on nothing around them (no ^, $, \b), and
+// as a stream otherwise. A line that a gap in what was retained cuts in two
+// is searched as two lines, each of the part retained.
 type SearchResult struct {
 	Handle  string        `json:"handle"`
 	Stream  string        `json:"stream"`
@@ -118,6 +119,14 @@ func search(ctx context.Context, rd *streamReader, p *searchPattern, maxMatches,
 	if len(p.prefix) < bufBytes/2 {
 		sc.prefix = p.prefix // skipTo keeps len(prefix)-1 bytes in the buffer
 	}
+	// Windows overlap by the longest match and a character, so that every
+	// match starting before the overlap ends inside the window, decoded as
+	// in the whole line. When the overlap would be most of the window, a
+	// long line is matched as a stream.
+	if overlap := p.maxLen + utf8.UTFMax; p.maxLen >= 0 && overlap <= sc.lineBytes && 2*overlap <= bufBytes {
+		sc.overlap = overlap
+		sc.window = min(bufBytes, sc.lineBytes+overlap)
+	}
 	for _, r := range retained {
 		// The line number at r.Start is one more than the newlines before
 		// it; a range that does not start the stream runs to its end.
@@ -150,8 +159,12 @@ type searchPattern struct {
 	// prefix is a literal every match begins with, or "".
 	prefix string
 	// lineBytes is how many bytes the matcher goes through between two
-	// looks at the deadline. A longer line is matched as a stream.
+	// looks at the deadline. A longer line is matched in windows or as a
+	// stream.
 	lineBytes int
+	// maxLen is the most bytes a match takes, or -1 when that is unbounded
+	// or a match depends on what is around it.
+	maxLen int
 }
 
 // compilePattern compiles a search pattern, refusing one whose program
@@ -188,7 +201,49 @@ func compilePattern(pattern string) (*searchPattern, error) {
 	// begins with an assertion (^, \b): a match may then not start at the
 	// first occurrence of the literal that follows.
 	prefix, _ := prog.Prefix()
-	return &searchPattern{re: re, prefix: prefix, lineBytes: min(searchBufBytes, searchWork/len(prog.Inst))}, nil
+	return &searchPattern{re: re, prefix: prefix, lineBytes: min(searchBufBytes, searchWork/len(prog.Inst)), maxLen: windowBound(tree)}, nil
+}
+
+// windowBound is the most bytes a match of re takes, or -1 when that is
+// unbounded or a match depends on what is around it (an assertion of a
+// line's, the text's or a word's edge): then a window of a line may find a
+// match the line does not have, or miss one it has.
+func windowBound(re *syntax.Regexp) int {
+	n := 0
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpNoMatch:
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if re.Flags&syntax.FoldCase != 0 {
+				n += utf8.UTFMax // k and the Kelvin sign fold together
+			} else {
+				n += max(1, utf8.RuneLen(r))
+			}
+		}
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		n = utf8.UTFMax
+	case syntax.OpCapture, syntax.OpQuest, syntax.OpRepeat, syntax.OpConcat, syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			m := windowBound(sub)
+			switch {
+			case m < 0:
+				return -1
+			case re.Op == syntax.OpConcat:
+				n += m
+			default:
+				n = max(n, m)
+			}
+		}
+		if re.Op == syntax.OpRepeat {
+			if re.Max < 0 {
+				return -1
+			}
+			n *= re.Max
+		}
+	default: // star, plus, and the assertions
+		return -1
+	}
+	return n
 }
 
 // instBound is an upper bound of the instructions re compiles to, capped
@@ -229,6 +284,10 @@ type searcher struct {
 	// lineBytes and prefix are the pattern's, for this buffer's size.
 	lineBytes int
 	prefix    string
+	// window is the size of the windows a long line is matched in, and
+	// overlap how much each overlaps the next; window is 0 when long lines
+	// are matched as a stream.
+	window, overlap int
 
 	buf     []byte
 	lo, hi  int
@@ -343,6 +402,9 @@ func (sc *searcher) scan(r ByteRange, line int64) error {
 // as a stream through the buffer, looking at the deadline as it goes, and
 // moves past it.
 func (sc *searcher) longLine(line int64) error {
+	if sc.window > 0 {
+		return sc.windows(line)
+	}
 	lineStart := sc.at
 	if sc.prefix != "" {
 		// No match begins before the first occurrence of the prefix.
@@ -371,6 +433,55 @@ func (sc *searcher) longLine(line int64) error {
 		}
 	}
 	return sc.skipLine()
+}
+
+// windows matches the long line that starts at sc.at in windows that
+// overlap by sc.overlap, and moves past it. A match is taken from a window
+// only if it starts before the overlap, where the window holds every match
+// that starts there, or if the line ends in the window.
+func (sc *searcher) windows(line int64) error {
+	lineStart := sc.at
+	for {
+		if sc.hi-sc.lo < sc.window && sc.more() {
+			if err := sc.fill(); err != nil {
+				return err
+			}
+		}
+		w := sc.buf[sc.lo:min(sc.hi, sc.lo+sc.window)]
+		last := sc.lo+len(w) == sc.hi && !sc.more()
+		if nl := bytes.IndexByte(w, '\n'); nl >= 0 {
+			w, last = w[:nl], true
+		}
+		if sc.tick(len(w)) {
+			return nil
+		}
+		owned := len(w) - sc.overlap
+		if loc := sc.pattern.re.FindIndex(w); loc != nil && (last || loc[0] < owned) {
+			if err := sc.found(lineStart, sc.at+int64(loc[0]), line); err != nil || sc.stop != "" {
+				return err
+			}
+			return sc.skipLine()
+		}
+		if last {
+			return sc.skipLine()
+		}
+		sc.advance(runeBoundary(w, owned))
+	}
+}
+
+// runeBoundary returns where the character that holds b[i] starts, when b
+// is decoded from its start as the matcher decodes it: an invalid byte is a
+// character of its own. b holds a whole character at i.
+func runeBoundary(b []byte, i int) int {
+	for j := i; j >= max(0, i-utf8.UTFMax+1); j-- {
+		if utf8.RuneStart(b[j]) {
+			if _, size := utf8.DecodeRune(b[j:]); j+size > i {
+				return j
+			}
+			return i
+		}
+	}
+	return i
 }
 
 // skipTo moves to the first occurrence of lit in the rest of the line, and

@@ -142,12 +142,13 @@ func searchWith(t testing.TB, sp *Spool, act *Action, pattern string, maxMatches
 var searchPatterns = []string{
 	`NEEDLE`, `^NEEDLE`, `NEEDLE$`, `\bab\b`, `ab\B`, `NE+DLE\b`, `a+b`, `(?i)needle`,
 	`[ab]{3}c`, `x*`, `^$`, `€+`, `b$`, `^a`, `.{5}$`, `\x{FFFD}`, `e.?€`, `NEEDLE|^ab`,
+	`NEEDLENEEDLE\b`, `\x{FFFD}€`, `(?i)k.{3}x`,
 }
 
 // searchText makes lines of the given lengths from a small alphabet with
-// needles, multibyte and invalid bytes.
+// needles, multibyte characters, invalid and stray continuation bytes.
 func searchText(rng *rand.Rand, lengths []int) []byte {
-	pieces := []string{"a", "b", "ab", " ", "c", "NEEDLE", "needle", "€", "\xff", "e", "x"}
+	pieces := []string{"a", "b", "ab", " ", "c", "NEEDLE", "needle", "€", "\xff", "\x82", "\xe2\x82", "e", "x", "K"}
 	var b bytes.Buffer
 	for i, n := range lengths {
 		start := b.Len()
@@ -176,7 +177,10 @@ func TestSearchMatchesReference(t *testing.T) {
 		{"gaps", []int{50, 200, 3, 900, 60, 400}, SpoolOptions{RetainHeadBytes: 97, RetainTailBytes: 301}},
 		{"one line", []int{20000}, SpoolOptions{RetainHeadBytes: 1000, RetainTailBytes: 3000}},
 	}
-	buffers := []struct{ buf, line int }{{8, 3}, {13, 13}, {64, 7}, {1 << 10, 100}, {searchBufBytes, 0}}
+	// Windows need an overlap of the longest match and 4 within the line
+	// size and half the buffer: {64, 40} and {1 << 10, 100} have them for
+	// most patterns, the others for few or none.
+	buffers := []struct{ buf, line int }{{8, 3}, {13, 13}, {64, 7}, {64, 40}, {1 << 10, 100}, {searchBufBytes, 0}}
 	for _, sh := range shapes {
 		sp, err := OpenSpool(t.TempDir(), sh.opts)
 		if err != nil {
@@ -310,7 +314,9 @@ func abLine(t *testing.T, sp *Spool, n int) *Action {
 
 // TestSearchStopsInsideLongLine: a slow pattern over one 9 MiB line stops
 // at the time limit, or when the caller's context ends, inside the line,
-// and says so; it never reports a stopped search as complete.
+// and says so; it never reports a stopped search as complete. [ab]{300}c
+// is matched in windows, [ab]{300}c$ (an assertion) as a stream, and
+// a[ab]{300}c$ after skipping to its literal a.
 func TestSearchStopsInsideLongLine(t *testing.T) {
 	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
 	if err != nil {
@@ -329,17 +335,53 @@ func TestSearchStopsInsideLongLine(t *testing.T) {
 		}, "cancelled"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sp.searchLimit = tt.limit
-			ctx, cancel := tt.ctx()
-			defer cancel()
-			res, err := sp.Search(ctx, act.Handle(), "stdout", `[ab]{300}c`, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Truncated || res.Reason != tt.wantReason || len(res.Matches) != 0 {
-				t.Errorf("got truncated %v (%q), %d matches; want truncated, %q", res.Truncated, res.Reason, len(res.Matches), tt.wantReason)
-			}
-		})
+		for _, pattern := range []string{`[ab]{300}c`, `[ab]{300}c$`, `a[ab]{300}c$`} {
+			t.Run(tt.name+"/"+pattern, func(t *testing.T) {
+				sp.searchLimit = tt.limit
+				ctx, cancel := tt.ctx()
+				defer cancel()
+				res, err := sp.Search(ctx, act.Handle(), "stdout", pattern, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Truncated || res.Reason != tt.wantReason || len(res.Matches) != 0 {
+					t.Errorf("got truncated %v (%q), %d matches; want truncated, %q", res.Truncated, res.Reason, len(res.Matches), tt.wantReason)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkSearch measures search throughput over 9 MiB of log lines and
+// over one 9 MiB line (a minified JSON body), with a literal and with a
+// pattern that must run the matcher at every byte; none of them matches.
+func BenchmarkSearch(b *testing.B) {
+	sp, err := OpenSpool(b.TempDir(), testSpoolOptions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := textChunk(9 << 20)
+	long := bytes.ReplaceAll(lines, []byte("\n"), []byte(" "))
+	for _, data := range []struct {
+		name string
+		in   []byte
+	}{{"lines", lines}, {"one-line", long}} {
+		act := sp.Begin("bench", "local")
+		c := act.Capture("stdout", nil, previews)
+		c.Write(data.in)
+		act.Finish()
+		for _, pattern := range []string{`NEEDLE`, `id=[0-9a-f]{8} msg="failed`} {
+			b.Run(data.name+"/"+pattern, func(b *testing.B) {
+				b.SetBytes(int64(len(data.in)))
+				reportCPU(b, len(data.in), func() {
+					for b.Loop() {
+						res, err := sp.Search(context.Background(), act.Handle(), "stdout", pattern, 0)
+						if err != nil || res.Truncated || len(res.Matches) != 0 {
+							b.Fatalf("got %+v, %v; want a complete search with no match", res, err)
+						}
+					}
+				})
+			})
+		}
 	}
 }
