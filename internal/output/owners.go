@@ -76,8 +76,10 @@ func (s *Spool) makeOwnDir() (claim string, err error) {
 }
 
 // adoptLocked takes over what processes that have ended left in the spool
-// directory; see above.
-func (s *Spool) adoptLocked() {
+// directory; see above. Actions at the top, of the version before owner
+// directories, are taken over only at open (legacy): a process of that
+// version that still runs removes them itself.
+func (s *Spool) adoptLocked(legacy bool) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return
@@ -88,7 +90,9 @@ func (s *Spool) adoptLocked() {
 			continue
 		}
 		if handlePattern.MatchString(name) {
-			s.adoptLegacyLocked(filepath.Join(s.dir, name), name)
+			if legacy {
+				s.adoptLegacyLocked(filepath.Join(s.dir, name), name)
+			}
 			continue
 		}
 		var by, from owner.ID
@@ -143,7 +147,7 @@ func (s *Spool) adoptDirLocked(claim string) {
 
 // adoptLegacyLocked takes over an action a version before owner
 // directories left at the top of the spool directory: it loads if it
-// finished, and is removed otherwise, as that version did.
+// finished, and is removed otherwise, as that version did at its start.
 func (s *Spool) adoptLegacyLocked(dir, handle string) {
 	a, err := s.load(dir, handle)
 	if err != nil {
@@ -226,7 +230,7 @@ func (s *Spool) recoverAction(dir, handle string, layout *spoolLayout) (*Action,
 func (s *Spool) evictLocked() {
 	now := s.now()
 	if !now.Before(s.nextAdopt) {
-		s.adoptLocked()
+		s.adoptLocked(false)
 		s.nextAdopt = now.Add(adoptEvery)
 	}
 	total := 3 * s.block // the spool directory, this process's in it, and its spool.json
@@ -258,7 +262,7 @@ func (s *Spool) evictLocked() {
 func (s *Spool) Reclaim(need int64) (freed int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.adoptLocked()
+	s.adoptLocked(false)
 	s.nextAdopt = s.now().Add(adoptEvery)
 	for _, a := range s.oldestFinishedLocked() {
 		if freed >= need {

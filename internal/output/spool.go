@@ -145,7 +145,9 @@ func openSpool(dir string, opts SpoolOptions, self owner.ID, alive func(owner.ID
 	if claim != "" {
 		s.adoptDirLocked(claim)
 	}
-	s.evictLocked() // takes over what ended processes left first
+	s.adoptLocked(true)
+	s.nextAdopt = s.now().Add(adoptEvery)
+	s.evictLocked()
 	s.mu.Unlock()
 	return s, nil
 }

@@ -549,18 +549,13 @@ func TestSpoolOwners(t *testing.T) {
 	}
 }
 
-// TestSpoolAdoptRace: when two processes take over what ended ones left
-// at the same moment, each action goes to exactly one of them: those of an
+// TestSpoolAdoptRace: when two processes start at the same moment, each
+// action that ended ones left goes to exactly one of them: those of an
 // ended process's directory, of a takeover that stopped halfway, and of
 // the version before owner directories.
 func TestSpoolAdoptRace(t *testing.T) {
 	dir := t.TempDir()
 	procs := &liveSet{alive: map[owner.ID]bool{}}
-	var spools [2]*Spool
-	for i := range spools {
-		// Open first: the takeovers happen in the race below.
-		spools[i] = procs.open(t, dir, testSpoolOptions, owner.ID(fmt.Sprintf("%d.1", 202+i)))
-	}
 	want := map[string]string{}
 	for _, id := range []owner.ID{"201.1", "205.1"} {
 		dead := procs.open(t, dir, testSpoolOptions, id)
@@ -579,16 +574,27 @@ func TestSpoolAdoptRace(t *testing.T) {
 		writeLegacy(t, dir, h, "legacy\n")
 		want[h] = "legacy\n"
 	}
+	var spools [2]*Spool
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, sp := range spools {
+	for i := range spools {
+		id := owner.ID(fmt.Sprintf("%d.1", 202+i))
+		procs.set(id, true)
 		wg.Go(func() {
 			<-start
-			sp.Reclaim(0)
+			sp, err := openSpool(dir, testSpoolOptions, id, procs.Alive)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			spools[i] = sp
 		})
 	}
 	close(start)
 	wg.Wait()
+	if t.Failed() {
+		return
+	}
 	for h, w := range want {
 		var found []string
 		for _, sp := range spools {
