@@ -61,15 +61,7 @@ type Page struct {
 // ctx's cause, wrapped, if ctx ends first. An unknown, expired or malformed
 // handle, or an unknown stream, is a *HandleError.
 func (s *Spool) Read(ctx context.Context, handle, stream string, offset int64, fromEnd bool, limit, maxBytes int) (*Page, error) {
-	if err := checkHandle(handle); err != nil {
-		return nil, err
-	}
-	release, err := s.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rd, err := s.open(handle, stream)
+	rd, err := s.open(ctx, handle, stream)
 	if err != nil {
 		return nil, err
 	}

@@ -79,24 +79,16 @@ func (e *PatternError) Unwrap() error { return e.Err }
 // with the reason. It holds one buffer of searchBufBytes whatever the
 // stream and its lines. Errors are *HandleError or *PatternError.
 func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxMatches int) (*SearchResult, error) {
-	if err := checkHandle(handle); err != nil {
-		return nil, err
-	}
-	release, err := s.acquire(ctx)
+	rd, err := s.open(ctx, handle, stream)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer rd.Close()
 	// Compiled in the turn: compiling takes up to about a MiB.
 	p, err := compilePattern(pattern)
 	if err != nil {
 		return nil, err
 	}
-	rd, err := s.open(handle, stream)
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
 	if maxMatches <= 0 {
 		maxMatches = DefaultMaxMatches
 	}

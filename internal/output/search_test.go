@@ -128,7 +128,7 @@ func searchWith(t testing.TB, sp *Spool, act *Action, pattern string, maxMatches
 	if lineBytes > 0 {
 		p.lineBytes = lineBytes
 	}
-	rd, err := sp.open(act.Handle(), "stdout")
+	rd, err := sp.open(context.Background(), act.Handle(), "stdout")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -375,22 +375,30 @@ type streamReader struct {
 	st          *spoolStream
 	interrupted bool
 	f           *os.File // nil when nothing was retained
+	release     func()   // gives the turn back
 }
 
-// checkHandle refuses a handle that cannot name an action, before any
-// wait.
-func checkHandle(handle string) error {
+// open waits for a turn to read (see SpoolOptions.MaxConcurrentReads),
+// then finds a finished action's stream; closing the reader gives the turn
+// back. A malformed handle is refused without waiting.
+func (s *Spool) open(ctx context.Context, handle, stream string) (*streamReader, error) {
 	if !handlePattern.MatchString(handle) {
-		return &HandleError{Handle: handle, Err: ErrMalformedHandle}
+		return nil, &HandleError{Handle: handle, Err: ErrMalformedHandle}
 	}
-	return nil
-}
-
-// open finds a finished action's stream for reading; the caller closes it.
-func (s *Spool) open(handle, stream string) (*streamReader, error) {
-	if err := checkHandle(handle); err != nil {
+	release, err := s.acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
+	r, err := s.find(handle, stream)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r.release = release
+	return r, nil
+}
+
+func (s *Spool) find(handle, stream string) (*streamReader, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.evictLocked()
@@ -424,6 +432,7 @@ func (r *streamReader) Close() {
 	if r.f != nil {
 		r.f.Close()
 	}
+	r.release()
 }
 
 // readAt reads retained stream bytes [off, off+len(b)).
