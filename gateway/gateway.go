@@ -78,6 +78,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	spool, err := output.OpenSpool(filepath.Join(s.StateDir, "spool"), output.SpoolOptions{
 		TTL: s.SpoolTTL, MaxBytes: s.SpoolMaxBytes,
 		RetainHeadBytes: s.RetainHeadBytes, RetainTailBytes: s.RetainTailBytes,
+		MaxConcurrentReads: s.MaxConcurrentReads,
 	})
 	if err != nil {
 		return nil, err

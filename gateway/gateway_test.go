@@ -124,11 +124,11 @@ func TestGatewaySSHExec(t *testing.T) {
 	if !out.Stdout.Truncated || out.Stdout.Lines != 200000 {
 		t.Fatalf("seq 1 200000: truncated %v lines %d; want true 200000", out.Stdout.Truncated, out.Stdout.Lines)
 	}
-	page := f.gw.ReadOutput(ReadOutputInput{Handle: out.Handle, Stream: "stdout", Offset: 0, Limit: 6})
+	page := f.gw.ReadOutput(ctx, ReadOutputInput{Handle: out.Handle, Stream: "stdout", Offset: 0, Limit: 6})
 	if p, ok := page.Structured.(*output.Page); !ok || p.Data != "1\n2\n3\n" {
 		t.Errorf("read_output first 6 bytes: %s; want 1 2 3", page.Text)
 	}
-	page = f.gw.ReadOutput(ReadOutputInput{Handle: out.Handle, Stream: "stdout", Offset: -7, From: "end"})
+	page = f.gw.ReadOutput(ctx, ReadOutputInput{Handle: out.Handle, Stream: "stdout", Offset: -7, From: "end"})
 	if p, ok := page.Structured.(*output.Page); !ok || p.Data != "200000\n" || !p.EOF {
 		t.Errorf("read_output last 7 bytes: %s; want 200000 and eof", page.Text)
 	}
@@ -136,7 +136,7 @@ func TestGatewaySSHExec(t *testing.T) {
 	if s, ok := found.Structured.(*output.SearchResult); !ok || len(s.Matches) != 3 || s.Matches[0].Line != 199990 {
 		t.Errorf("search_output: %s; want 3 matches from line 199990", found.Text)
 	}
-	if r := f.gw.ReadOutput(ReadOutputInput{Handle: "nope", Stream: "stdout"}); !r.IsError {
+	if r := f.gw.ReadOutput(ctx, ReadOutputInput{Handle: "nope", Stream: "stdout"}); !r.IsError {
 		t.Errorf("read_output of a bad handle: isError false; want a tool error")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
@@ -130,7 +131,7 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 
 	out := g.spool.Begin(intent.Tool, intent.Target)
 	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
-	if err := g.audit.Append(intent); err != nil {
+	if err := g.appendAudit(intent); err != nil {
 		out.Finish()
 		g.log.Error("audit log: the intent record could not be written; the action did not run", "error", err)
 		return g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
@@ -179,7 +180,7 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		streams[i] = c.Summary()
 		outcome.Streams[a.streams[i]] = audit.Stream{Bytes: streams[i].Bytes, SHA256: streams[i].SHA256}
 	}
-	auditErr := g.audit.Append(outcome)
+	auditErr := g.appendAudit(outcome)
 	if auditErr != nil {
 		g.log.Error("audit log: the outcome record could not be written", "handle", out.Handle(), "error", auditErr)
 	}
@@ -231,9 +232,9 @@ func (g *Gateway) refuse(intent *audit.Record, status Status, rule, reason strin
 // and an outcome that says why.
 func (g *Gateway) record(intent *audit.Record, decision string, status Status, rule, reason string) {
 	intent.Kind, intent.Decision, intent.Rule = "intent", decision, rule
-	err := g.audit.Append(intent)
+	err := g.appendAudit(intent)
 	if err == nil {
-		err = g.audit.Append(&audit.Record{Kind: "outcome", Handle: intent.Handle, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
+		err = g.appendAudit(&audit.Record{Kind: "outcome", Handle: intent.Handle, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
 	}
 	if err != nil {
 		g.log.Error("audit log: a refused call could not be recorded", "tool", intent.Tool, "target", intent.Target, "error", err)
@@ -255,6 +256,24 @@ func (g *Gateway) result(structured any, isError bool, auditErr error, what, han
 	}
 	return &ToolResult{Structured: structured, Text: text, IsError: isError}
 }
+
+// appendAudit appends rec to the audit log. When the disk is full, it frees
+// space by evicting the oldest finished actions from the spool and tries
+// once more: the trail matters more than old output.
+func (g *Gateway) appendAudit(rec *audit.Record) error {
+	err := g.audit.Append(rec)
+	if errors.Is(err, syscall.ENOSPC) {
+		if freed := g.spool.Reclaim(auditReclaimBytes); freed > 0 {
+			g.log.Warn("the state disk is full: evicted finished actions from the spool to write the audit log", "freed_bytes", freed)
+			err = g.audit.Append(rec)
+		}
+	}
+	return err
+}
+
+// auditReclaimBytes is what the spool frees when the audit log cannot be
+// written for a full disk: room for many records.
+const auditReclaimBytes = 1 << 20
 
 // deadline is ctx's deadline, which the queue's contexts always have.
 func deadline(ctx context.Context) time.Time {

@@ -22,8 +22,9 @@ type ReadOutputInput struct {
 	From   string `json:"from,omitempty" jsonschema:"start (default) or end: with end, offset counts back from the end of the stream"`
 }
 
-// ReadOutput returns a page of a retained stream.
-func (g *Gateway) ReadOutput(in ReadOutputInput) *ToolResult {
+// ReadOutput returns a page of a retained stream. It waits for its turn
+// among reads and searches (max_concurrent_reads) until ctx ends.
+func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResult {
 	var fromEnd bool
 	switch in.From {
 	case "", "start":
@@ -32,7 +33,7 @@ func (g *Gateway) ReadOutput(in ReadOutputInput) *ToolResult {
 	default:
 		return g.failure(`from must be "start" or "end", got %q`, in.From)
 	}
-	p, err := g.spool.Read(in.Handle, in.Stream, in.Offset, fromEnd, in.Limit)
+	p, err := g.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, g.cfg.Server.ResultBytes)
 	if err != nil {
 		return g.failure("%v", err)
 	}

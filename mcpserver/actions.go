@@ -45,8 +45,8 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 			"Offsets are in the whole stream; a negative offset or from=end reads from the end. Ranges that were not " +
 			"retained are listed in missing.",
 		Annotations: readOnly,
-	}, func(_ context.Context, _ *mcp.CallToolRequest, in gateway.ReadOutputInput) (*mcp.CallToolResult, *gateway.Page, error) {
-		return toolResult[*gateway.Page](gw.ReadOutput(in))
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in gateway.ReadOutputInput) (*mcp.CallToolResult, *gateway.Page, error) {
+		return toolResult[*gateway.Page](gw.ReadOutput(ctx, in))
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "search_output",

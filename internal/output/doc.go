@@ -2,6 +2,8 @@
 // producer copies one remote stream into (redacted, counted, hashed,
 // previewed and spooled, never blocking and never failing); the Spool keeps
 // the retained bytes on disk under unguessable handles for paging and
-// search; and the result builders fit a tool result into the content limit
-// by shrinking previews, never by cutting JSON.
+// search, within a disk cap, in a directory several processes may share;
+// reads and searches are bounded in number, memory and time; and the
+// result builders fit a tool result into the content limit by shrinking
+// previews, never by cutting JSON.
 package output

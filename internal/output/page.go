@@ -1,12 +1,8 @@
 package output
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
-	"fmt"
-	"regexp"
 	"time"
 	"unicode/utf8"
 )
@@ -24,8 +20,6 @@ const (
 	MaxPatternBytes = 4096
 	// SearchTimeLimit bounds the time one search scans.
 	SearchTimeLimit = 5 * time.Second
-	snippetBefore   = 60
-	snippetBytes    = 200
 )
 
 // Page is the read_output result: the bytes [Offset, Offset+n) of a stream,
@@ -48,17 +42,26 @@ type Page struct {
 	// Missing names byte ranges that were not retained, with the retained
 	// bytes of a character that a gap cuts in two.
 	Missing []ByteRange `json:"missing,omitempty"`
+	// Interrupted reports that the process that ran the action ended
+	// before it finished: TotalBytes is what was found on disk, and the
+	// stream may have been longer.
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	raw []byte // the bytes of Data before encoding, for trimming
 }
 
 // Read returns a page of a finished action's stream. A negative offset, or
 // fromEnd, counts back from the end of the stream; fromEnd with offset 0
-// reads the last limit bytes. limit <= 0 means
-// DefaultReadLimit; it is capped at MaxReadLimit. An unknown, expired or
-// malformed handle, or an unknown stream, is a *HandleError.
-func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit int) (*Page, error) {
-	rd, err := s.open(handle, stream)
+// reads the last limit bytes. limit <= 0 means DefaultReadLimit; it is
+// capped at MaxReadLimit and at maxBytes, the most bytes the caller can
+// return (its result budget: no page can carry more bytes than the result
+// that holds it); maxBytes <= 0 adds no cap.
+//
+// Read waits for a turn (see SpoolOptions.MaxConcurrentReads) and returns
+// ctx's cause, wrapped, if ctx ends first. An unknown, expired or malformed
+// handle, or an unknown stream, is a *HandleError.
+func (s *Spool) Read(ctx context.Context, handle, stream string, offset int64, fromEnd bool, limit, maxBytes int) (*Page, error) {
+	rd, err := s.open(ctx, handle, stream)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +71,9 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 		limit = DefaultReadLimit
 	}
 	limit = min(limit, MaxReadLimit)
+	if maxBytes > 0 {
+		limit = min(limit, maxBytes)
+	}
 	total := st.meta.Total
 	start := offset
 	switch {
@@ -78,7 +84,7 @@ func (s *Spool) Read(handle, stream string, offset int64, fromEnd bool, limit in
 		start = total - abs64(offset)
 	}
 	start = min(max(start, 0), total)
-	p := &Page{Handle: rd.handle, Stream: stream, Offset: start, NextOffset: start, TotalBytes: total}
+	p := &Page{Handle: rd.handle, Stream: stream, Offset: start, NextOffset: start, TotalBytes: total, Interrupted: rd.interrupted}
 	retained, _ := st.retained()
 	// Find the retained range at or after start.
 	var r *ByteRange
@@ -194,138 +200,4 @@ func abs64(v int64) int64 {
 		return -v
 	}
 	return v
-}
-
-// SearchResult is the search_output result.
-type SearchResult struct {
-	Handle  string        `json:"handle"`
-	Stream  string        `json:"stream"`
-	Matches []SearchMatch `json:"matches"`
-	// Truncated reports that the search stopped before the end of the
-	// retained data; Reason says why: "max_matches", "time_limit",
-	// "cancelled", or "result_bytes" when FitSearch dropped matches.
-	Truncated bool   `json:"truncated"`
-	Reason    string `json:"reason,omitempty"`
-	// Missing names byte ranges that were not retained, so not searched.
-	Missing []ByteRange `json:"missing,omitempty"`
-}
-
-// SearchMatch is one matching line.
-type SearchMatch struct {
-	// Offset is the stream offset where the match starts.
-	Offset int64 `json:"offset"`
-	// Line is the 1-based line number of the match in the whole stream.
-	Line int64 `json:"line"`
-	// Text is a short snippet of the line around the match.
-	Text string `json:"text"`
-}
-
-// PatternError is a search pattern that is not a valid RE2 expression.
-type PatternError struct {
-	Err error
-}
-
-func (e *PatternError) Error() string { return "invalid search pattern: " + e.Err.Error() }
-func (e *PatternError) Unwrap() error { return e.Err }
-
-// Search runs the RE2 pattern over each retained line of a finished
-// action's stream, reporting at most maxMatches matching lines (<= 0 means
-// DefaultMaxMatches; capped at MaxMatches), at most one per line, and stops
-// after SearchTimeLimit or when ctx ends. Errors are *HandleError or
-// *PatternError.
-func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxMatches int) (*SearchResult, error) {
-	if len(pattern) > MaxPatternBytes {
-		return nil, &PatternError{Err: fmt.Errorf("longer than %d bytes", MaxPatternBytes)}
-	}
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return nil, &PatternError{Err: err}
-	}
-	rd, err := s.open(handle, stream)
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	st := rd.st
-	if maxMatches <= 0 {
-		maxMatches = DefaultMaxMatches
-	}
-	maxMatches = min(maxMatches, MaxMatches)
-	ctx, cancel := context.WithTimeoutCause(ctx, SearchTimeLimit, errSearchTime)
-	defer cancel()
-
-	res := &SearchResult{Handle: rd.handle, Stream: stream, Matches: []SearchMatch{}}
-	retained, _ := st.retained()
-	res.Missing = gaps(retained, st.meta.Total)
-	for _, r := range retained {
-		buf := make([]byte, r.End-r.Start)
-		if err := rd.readAt(buf, r.Start); err != nil {
-			return nil, err
-		}
-		// The line number at r.Start is one more than the newlines before
-		// it; a range that does not start the stream runs to its end.
-		line := int64(1)
-		if r.Start > 0 {
-			line += st.meta.Newlines - int64(bytes.Count(buf, []byte{'\n'}))
-		}
-		if stop := searchRange(ctx, re, buf, r.Start, line, maxMatches, res); stop != "" {
-			res.Truncated, res.Reason = true, stop
-			break
-		}
-	}
-	return res, nil
-}
-
-var errSearchTime = errors.New("search time limit")
-
-// searchRange appends the matches in buf, which starts at stream offset
-// base on line number line. It returns why it stopped early, or "".
-func searchRange(ctx context.Context, re *regexp.Regexp, buf []byte, base, line int64, maxMatches int, res *SearchResult) string {
-	for ls, n := 0, 0; ls < len(buf); n++ {
-		if n%256 == 0 && ctx.Err() != nil {
-			if context.Cause(ctx) == errSearchTime {
-				return "time_limit"
-			}
-			return "cancelled"
-		}
-		le := bytes.IndexByte(buf[ls:], '\n')
-		if le < 0 {
-			le = len(buf)
-		} else {
-			le += ls
-		}
-		if loc := re.FindIndex(buf[ls:le]); loc != nil {
-			if len(res.Matches) == maxMatches {
-				return "max_matches"
-			}
-			ms := ls + loc[0]
-			from := ms - min(snippetBefore, ms-ls)
-			to := min(le, from+snippetBytes)
-			snippet := trimToRuneEnd(trimToRuneStart(buf[from:to]))
-			res.Matches = append(res.Matches, SearchMatch{
-				Offset: base + int64(ms),
-				Line:   line,
-				Text:   string(bytes.ToValidUTF8(snippet, []byte("\uFFFD"))),
-			})
-		}
-		ls = le + 1
-		line++
-	}
-	return ""
-}
-
-// gaps returns the parts of [0, total) outside the sorted ranges rs.
-func gaps(rs []ByteRange, total int64) []ByteRange {
-	var out []ByteRange
-	at := int64(0)
-	for _, r := range rs {
-		if r.Start > at {
-			out = append(out, ByteRange{at, r.Start})
-		}
-		at = r.End
-	}
-	if at < total {
-		out = append(out, ByteRange{at, total})
-	}
-	return out
 }

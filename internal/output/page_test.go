@@ -6,8 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // numbered makes n lines "line 0000\n", 10 bytes each.
@@ -63,7 +68,7 @@ func TestSpoolRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := sp.Read(act.Handle(), "stdout", tt.offset, tt.fromEnd, tt.limit)
+			p, err := sp.Read(t.Context(), act.Handle(), "stdout", tt.offset, tt.fromEnd, tt.limit, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +96,7 @@ func TestSpoolReadWalk(t *testing.T) {
 	act, _ := spoolOne(t, sp, nil, in)
 	var at int64
 	for steps := 0; ; steps++ {
-		p, err := sp.Read(act.Handle(), "stdout", at, false, 97)
+		p, err := sp.Read(t.Context(), act.Handle(), "stdout", at, false, 97, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +162,7 @@ func TestSpoolReadCharacters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := sp.Read(tt.act.Handle(), "stdout", tt.offset, false, tt.limit)
+			p, err := sp.Read(t.Context(), tt.act.Handle(), "stdout", tt.offset, false, tt.limit, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,80 +173,6 @@ func TestSpoolReadCharacters(t *testing.T) {
 				t.Errorf("next %d; want %d", p.NextOffset, p.Offset+int64(len(tt.wantData)))
 			}
 		})
-	}
-}
-
-func TestSpoolSearch(t *testing.T) {
-	sp, err := OpenSpool(t.TempDir(), SpoolOptions{RetainHeadBytes: 100, RetainTailBytes: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(numbered(100)), "\n"), "\n")
-	for _, i := range []int{2, 50, 95, 99} { // 50 is in the gap
-		lines[i] = fmt.Sprintf("ERR! %04d\n", i)[:9]
-	}
-	in := []byte(strings.Join(lines, "\n") + "\n")
-	act, _ := spoolOne(t, sp, nil, in)
-
-	res, err := sp.Search(t.Context(), act.Handle(), "stdout", `^ERR! (\d+)$`, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []SearchMatch{{20, 3, "ERR! 0002"}, {950, 96, "ERR! 0095"}, {990, 100, "ERR! 0099"}}
-	if fmt.Sprint(res.Matches) != fmt.Sprint(want) || res.Truncated {
-		t.Errorf("got %v, truncated %v; want %v", res.Matches, res.Truncated, want)
-	}
-	if fmt.Sprint(res.Missing) != fmt.Sprint([]ByteRange{{100, 900}}) {
-		t.Errorf("got missing %v; want [{100 900}]", res.Missing)
-	}
-
-	res, err = sp.Search(t.Context(), act.Handle(), "stdout", `ERR`, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Matches) != 2 || !res.Truncated || res.Reason != "max_matches" {
-		t.Errorf("got %d matches, truncated %v (%s); want 2, true, max_matches", len(res.Matches), res.Truncated, res.Reason)
-	}
-
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	res, err = sp.Search(ctx, act.Handle(), "stdout", `ERR`, 0)
-	if err != nil || !res.Truncated || res.Reason != "cancelled" {
-		t.Errorf("cancelled search: got %+v, %v; want truncated, cancelled", res, err)
-	}
-
-	var pe *PatternError
-	if _, err := sp.Search(t.Context(), act.Handle(), "stdout", `(unclosed`, 0); !errors.As(err, &pe) {
-		t.Errorf("got %v; want *PatternError", err)
-	}
-}
-
-// TestSpoolSearchLongLine searches a 50 MiB line with no newline: the
-// match in the retained tail is found with a short snippet.
-func TestSpoolSearchLongLine(t *testing.T) {
-	sp, err := OpenSpool(t.TempDir(), SpoolOptions{RetainHeadBytes: 1 << 20, RetainTailBytes: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	act := sp.Begin("ssh_exec", "web1")
-	c := act.Capture("stdout", nil, previews)
-	chunk := bytes.Repeat([]byte("x"), 1<<20)
-	for range 50 {
-		c.Write(chunk)
-	}
-	c.Write([]byte("NEEDLE"))
-	c.Write(chunk[:1000])
-	act.Finish()
-	res, err := sp.Search(t.Context(), act.Handle(), "stdout", `NEEDLE`, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Matches) != 1 {
-		t.Fatalf("got %d matches; want 1", len(res.Matches))
-	}
-	m := res.Matches[0]
-	if m.Offset != 50<<20 || m.Line != 1 || len(m.Text) > snippetBytes || !strings.Contains(m.Text, "NEEDLE") {
-		t.Errorf("got %+v (%d bytes of text); want offset %d, line 1, a short snippet with the match", m, len(m.Text), 50<<20)
 	}
 }
 
@@ -271,7 +202,7 @@ func TestSpoolReadGapEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := sp.Read(tt.act.Handle(), "stdout", tt.offset, false, 100)
+			p, err := sp.Read(t.Context(), tt.act.Handle(), "stdout", tt.offset, false, 100, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,5 +210,157 @@ func TestSpoolReadGapEdges(t *testing.T) {
 				t.Errorf("got %q at %d, missing %v, next %d; want %q at %d, missing %v, next %d", got, p.Offset, p.Missing, p.NextOffset, tt.wantData, tt.wantAt, tt.wantMiss, tt.wantNext)
 			}
 		})
+	}
+}
+
+// TestSpoolReadAllocatesWhatItCanReturn: a page is no larger than the
+// caller's maxBytes, and a read allocates about that, not its limit.
+func TestSpoolReadAllocatesWhatItCanReturn(t *testing.T) {
+	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := numbered(200 << 10) // 2 MiB
+	act, _ := spoolOne(t, sp, nil, in)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p, err := sp.Read(t.Context(), act.Handle(), "stdout", 100, false, MaxReadLimit, 64<<10)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Data) != 64<<10 || p.Data != string(in[100:100+64<<10]) || p.NextOffset != 100+64<<10 {
+		t.Errorf("got %d bytes at %d, next %d; want the 64 KiB from 100", len(p.Data), p.Offset, p.NextOffset)
+	}
+	// The bytes read and their string: twice the page, not 1 MiB.
+	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<10 {
+		t.Errorf("the read allocated %d bytes; want about 128 KiB", n)
+	}
+}
+
+// TestSpoolReadTurns: reads and searches beyond MaxConcurrentReads wait
+// for a turn, and give up with the caller's cause when its context ends.
+func TestSpoolReadTurns(t *testing.T) {
+	sp, err := OpenSpool(t.TempDir(), SpoolOptions{RetainHeadBytes: 1 << 20, MaxConcurrentReads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, _ := spoolOne(t, sp, nil, []byte("ERR one\n"))
+	read := func(ctx context.Context) error {
+		_, err := sp.Read(ctx, act.Handle(), "stdout", 0, false, 0, 0)
+		return err
+	}
+	search := func(ctx context.Context) error {
+		_, err := sp.Search(ctx, act.Handle(), "stdout", "ERR", 0)
+		return err
+	}
+	var held []func()
+	for range 2 { // every turn taken
+		release, err := sp.acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, release)
+	}
+	cause := errors.New("the client went away")
+	for _, call := range []func(context.Context) error{read, search} {
+		ctx, cancel := context.WithCancelCause(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- call(ctx) }()
+		cancel(cause)
+		if err := <-done; !errors.Is(err, cause) {
+			t.Errorf("call with every turn taken, then cancelled: got %v; want the cause", err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- read(t.Context()) }()
+	held[0]()
+	if err := <-done; err != nil {
+		t.Errorf("read after a turn came free: %v", err)
+	}
+	held[1]()
+	if err := search(t.Context()); err != nil {
+		t.Errorf("search with turns free: %v", err)
+	}
+}
+
+// TestReadersHelper runs in a child process for TestReadersRSS: it spools
+// a 9 MiB line and 9 MiB of log lines, then starts 60 searches and 500
+// reads of 1 MiB at once, and prints its peak RSS (VmHWM) in KiB.
+func TestReadersHelper(t *testing.T) {
+	dir := os.Getenv("OUTPUT_READERS_DIR")
+	if dir == "" {
+		t.Skip("helper process for TestReadersRSS")
+	}
+	opts := testSpoolOptions
+	opts.MaxConcurrentReads = 4
+	sp, err := OpenSpool(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Memory is measured here, not time: searches stop early.
+	sp.searchLimit = 100 * time.Millisecond
+	long := abLine(t, sp, 9<<20)
+	lines, _ := spoolOne(t, sp, nil, textChunk(9<<20))
+	searches := []struct {
+		act     *Action
+		pattern string
+	}{
+		{long, `NEEDLE`}, {long, `[ab]{30}c`}, {lines, `id=0+1`}, {lines, `[a-z]{200}`},
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 560)
+	for i := range 60 {
+		s := searches[i%len(searches)]
+		wg.Go(func() {
+			<-start
+			if _, err := sp.Search(t.Context(), s.act.Handle(), "stdout", s.pattern, MaxMatches); err != nil {
+				errs <- err
+			}
+		})
+	}
+	for i := range 500 {
+		act := []*Action{long, lines}[i%2]
+		wg.Go(func() {
+			<-start
+			if _, err := sp.Read(t.Context(), act.Handle(), "stdout", int64(i)<<14, false, MaxReadLimit, MaxReadLimit); err != nil {
+				errs <- err
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	fmt.Printf("vmhwm_kib=%d\n", vmHWM(t))
+}
+
+// TestReadersRSS proves in a real process that reads and searches are
+// bounded in memory however many arrive at once: 60 searches and 500
+// reads of 1 MiB over 18 MiB of spooled output.
+func TestReadersRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spools 18 MiB and runs 560 readers")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReadersHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OUTPUT_READERS_DIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	var kib int64
+	i := strings.Index(string(out), "vmhwm_kib=")
+	if i < 0 {
+		t.Fatalf("helper printed no figure:\n%s", out)
+	}
+	if _, err := fmt.Sscanf(string(out[i:]), "vmhwm_kib=%d", &kib); err != nil {
+		t.Fatalf("parse %q: %v", out, err)
+	}
+	t.Logf("peak RSS with 60 searches and 500 reads of 1 MiB at once: %d KiB", kib)
+	if kib > 200<<10 {
+		t.Errorf("peak RSS %d KiB; want under 200 MiB", kib)
 	}
 }

@@ -272,6 +272,9 @@ func describePage(p *Page) string {
 	if len(p.Missing) > 0 {
 		fmt.Fprintf(&b, " Not kept on disk, so not returned: %s.", rangeWords(p.Missing, p.TotalBytes))
 	}
+	if p.Interrupted {
+		b.WriteString(" The action was interrupted: the server that ran it ended before it finished, so total_bytes is what was found on disk, and the stream may have been longer.")
+	}
 	if p.EOF {
 		b.WriteString(" This is the end of the stream.")
 	} else {
@@ -314,6 +317,9 @@ func describeSearch(r *SearchResult, pattern string) string {
 		fmt.Fprintf(&b, " in the kept bytes; not searched (not kept on disk): %s", rangeWords(r.Missing, -1))
 	}
 	b.WriteString(".")
+	if r.Interrupted {
+		b.WriteString(" The action was interrupted: the server that ran it ended before it finished, so only the start of the stream was recovered.")
+	}
 	switch r.Reason {
 	case "max_matches":
 		b.WriteString(" Stopped at max_matches: there are more; raise max_matches or narrow the pattern.")

@@ -176,7 +176,7 @@ func TestFitPage(t *testing.T) {
 			var got []byte
 			var at int64
 			for pages := 0; ; pages++ {
-				p, err := sp.Read(a.Handle(), "stdout", at, false, MaxReadLimit)
+				p, err := sp.Read(t.Context(), a.Handle(), "stdout", at, false, MaxReadLimit, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -202,7 +202,7 @@ func TestFitPage(t *testing.T) {
 					t.Fatal("no end")
 				}
 			}
-			all, _ := sp.Read(a.Handle(), "stdout", 0, false, MaxReadLimit)
+			all, _ := sp.Read(t.Context(), a.Handle(), "stdout", 0, false, MaxReadLimit, 0)
 			if !bytes.Equal(got, pageData(t, all)) {
 				t.Errorf("budget %d: pages joined differ from the stream", budget)
 			}

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"context"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
@@ -8,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/owner"
 	"github.com/actiongw/actiongw/internal/redact"
 )
 
@@ -22,22 +23,30 @@ const (
 	handlePrefix            = "out_"
 	handleRandomBytes       = 16
 	maxReportedHandleLength = 80
+	// defaultBlockSize is the allocation unit assumed where the filesystem
+	// does not tell: ext4's, XFS's and tmpfs's.
+	defaultBlockSize = 4096
 )
 
-// SpoolOptions says how much output is kept on disk and for how long.
+// SpoolOptions says how much output is kept on disk and for how long, and
+// how many readers may use it at once.
 type SpoolOptions struct {
 	// TTL is how long a finished action stays readable; zero keeps it
 	// until MaxBytes evicts it.
 	TTL time.Duration
-	// MaxBytes caps the disk used by all actions together; the oldest
-	// finished actions are evicted first. Running actions are never
-	// evicted, so they may push use past the cap until they finish. Zero
-	// means no cap.
+	// MaxBytes caps the disk this process's spool uses: every action's
+	// directory, meta.json and stream files, each rounded up to whole
+	// filesystem blocks. The oldest finished actions are evicted first.
+	// Running actions are never evicted, so they may push use past the cap
+	// until they finish. Zero means no cap.
 	MaxBytes int64
 	// RetainHeadBytes and RetainTailBytes are how many of the first and
 	// last bytes of each stream are kept; zero keeps none.
 	RetainHeadBytes int64
 	RetainTailBytes int64
+	// MaxConcurrentReads bounds the Read and Search calls that run at
+	// once; more wait for a turn. Zero allows one.
+	MaxConcurrentReads int
 }
 
 // Errors a *HandleError wraps, for callers that branch.
@@ -73,19 +82,39 @@ var handleEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 // Spool keeps the retained output of actions on disk, under a directory
 // only the owner can read, and finds it again by handle. It is safe for
 // concurrent use.
+//
+// Several processes may share one spool directory. Each keeps its actions
+// in a directory of its own (see owners.go), reads and evicts only those,
+// and takes over the actions of processes that have ended. A process opens
+// a spool directory once.
 type Spool struct {
-	dir  string
-	opts SpoolOptions
-	now  func() time.Time
+	dir   string
+	own   string // this process's directory in dir
+	self  owner.ID
+	alive func(owner.ID) bool
+	opts  SpoolOptions
+	block int64 // the filesystem's allocation unit
+	now   func() time.Time
+	turns chan struct{} // a token for each Read or Search running
+	// searchLimit is SearchTimeLimit; tests shorten it.
+	searchLimit time.Duration
 
-	mu      sync.Mutex
-	actions map[string]*Action
+	mu        sync.Mutex
+	actions   map[string]*Action
+	nextAdopt time.Time // when eviction next looks for ended owners
 }
 
-// OpenSpool opens (creating it, mode 0700) the spool directory dir, which
-// the spool uses alone. Finished actions left there by an earlier run stay
-// readable until their TTL.
+// OpenSpool opens (creating it, mode 0700) the spool directory dir. The
+// finished actions of processes that used dir and have ended are taken
+// over and stay readable until their TTL; their unfinished actions are
+// recovered as far as the disk allows, marked interrupted.
 func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
+	return openSpool(dir, opts, owner.Self(), owner.ID.Alive)
+}
+
+// openSpool opens dir as the process self; alive says whether another
+// process still runs.
+func openSpool(dir string, opts SpoolOptions, self owner.ID, alive func(owner.ID) bool) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool directory: %w", err)
 	}
@@ -93,28 +122,49 @@ func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restrict spool directory: %w", err)
 	}
-	s := &Spool{dir: dir, opts: opts, now: time.Now, actions: make(map[string]*Action)}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read spool directory: %w", err)
+	s := &Spool{
+		dir:         dir,
+		own:         filepath.Join(dir, ownerDirPrefix+string(self)),
+		self:        self,
+		alive:       alive,
+		opts:        opts,
+		block:       blockSize(dir),
+		now:         time.Now,
+		turns:       make(chan struct{}, max(1, opts.MaxConcurrentReads)),
+		searchLimit: SearchTimeLimit,
+		actions:     make(map[string]*Action),
 	}
-	for _, e := range entries {
-		if !e.IsDir() || !handlePattern.MatchString(e.Name()) {
-			continue
-		}
-		a, err := s.load(e.Name())
-		if err != nil {
-			// Unfinished (the process died) or damaged: unreadable either
-			// way, so reclaim the space.
-			os.RemoveAll(filepath.Join(dir, e.Name()))
-			continue
-		}
-		s.actions[a.handle] = a
+	claim, err := s.makeOwnDir()
+	if err != nil {
+		// The claimed directory stays for a later process to take over.
+		return nil, err
 	}
 	s.mu.Lock()
+	if claim != "" {
+		s.adoptDirLocked(claim)
+	}
+	s.adoptLocked(true)
+	s.nextAdopt = s.now().Add(adoptEvery)
 	s.evictLocked()
 	s.mu.Unlock()
 	return s, nil
+}
+
+// acquire waits for a turn to read, or for ctx to end; the caller calls
+// release when it is done.
+func (s *Spool) acquire(ctx context.Context) (release func(), err error) {
+	release = func() { <-s.turns }
+	select {
+	case s.turns <- struct{}{}:
+		return release, nil
+	default:
+	}
+	select {
+	case s.turns <- struct{}{}:
+		return release, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a turn to read output: %w", context.Cause(ctx))
+	}
 }
 
 // Action is the output of one action: its handle and its captured
@@ -123,9 +173,10 @@ func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 type Action struct {
 	spool  *Spool
 	handle string
-	dir    string
+	dir    string // moves once, when a loaded action is taken over
 	meta   actionMeta
 	dirErr error // the action directory could not be made: nothing is spooled
+	hasDir bool  // the directory was made; set before the action is shared
 
 	finish sync.Once
 
@@ -133,15 +184,21 @@ type Action struct {
 	captures []*Capture
 	streams  []*spoolStream
 	running  bool
+	// metaDisk is what meta.json takes on disk; a block is counted for it
+	// while the action runs.
+	metaDisk int64
 }
 
 type actionMeta struct {
-	Handle   string       `json:"handle"`
-	Tool     string       `json:"tool"`
-	Target   string       `json:"target"`
-	Started  time.Time    `json:"started"`
-	Finished time.Time    `json:"finished"`
-	Streams  []streamMeta `json:"streams"`
+	Handle   string    `json:"handle"`
+	Tool     string    `json:"tool"`
+	Target   string    `json:"target"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Interrupted is set when the process that ran the action ended before
+	// it finished, and another recovered what was on disk.
+	Interrupted bool         `json:"interrupted,omitempty"`
+	Streams     []streamMeta `json:"streams"`
 }
 
 // Begin starts an action and gives it a new unguessable handle. It does
@@ -152,12 +209,18 @@ func (s *Spool) Begin(tool, target string) *Action {
 	a := &Action{
 		spool:   s,
 		handle:  h,
-		dir:     filepath.Join(s.dir, h),
+		dir:     filepath.Join(s.own, h),
 		meta:    actionMeta{Handle: h, Tool: tool, Target: target, Started: s.now()},
 		running: true,
 	}
-	if err := os.Mkdir(a.dir, 0o700); err != nil {
+	err := os.Mkdir(a.dir, 0o700)
+	if err != nil && s.reclaimFor(err, 0) {
+		err = os.Mkdir(a.dir, 0o700)
+	}
+	if err != nil {
 		a.dirErr = err
+	} else {
+		a.hasDir, a.metaDisk = true, s.block
 	}
 	s.mu.Lock()
 	s.actions[h] = a
@@ -180,13 +243,13 @@ func (a *Action) Capture(stream string, red *redact.Redactor, lim Limits) *Captu
 			return a.captures[i]
 		}
 	}
-	st := &spoolStream{meta: streamMeta{Name: stream, HeadCap: a.spool.opts.RetainHeadBytes, TailCap: a.spool.opts.RetainTailBytes}}
+	st := &spoolStream{spool: a.spool, meta: streamMeta{Name: stream, HeadCap: a.spool.opts.RetainHeadBytes, TailCap: a.spool.opts.RetainTailBytes}}
 	switch {
 	case !streamNamePattern.MatchString(stream):
 		st.fail(fmt.Errorf("stream name %q cannot be a file name", stream))
 	case a.dirErr != nil:
 		st.fail(a.dirErr)
-	default:
+	case st.meta.HeadCap > 0 || st.meta.TailCap > 0:
 		st.path = filepath.Join(a.dir, stream+spoolStreamFileSuffix)
 	}
 	c := newCapture(red, lim, st)
@@ -206,45 +269,54 @@ func (a *Action) Finish() {
 			a.streams[i].close()
 			a.streams[i].meta.Newlines = c.newlines
 		}
-		a.meta.Finished = a.spool.now()
+		s := a.spool
+		a.meta.Finished = s.now()
 		for _, st := range a.streams {
 			a.meta.Streams = append(a.meta.Streams, st.meta)
 		}
+		metaDisk := a.metaDisk
 		if a.dirErr == nil {
-			if err := writeMeta(a.dir, &a.meta); err != nil {
-				// Without its meta file the action is lost to a later
-				// process, not to this one.
+			n, err := writeMeta(a.dir, &a.meta)
+			if err != nil && s.reclaimFor(err, 0) {
+				n, err = writeMeta(a.dir, &a.meta)
+			}
+			if err != nil {
+				// A later process recovers the action as interrupted;
+				// this one reads it from memory.
 				a.dirErr = err
+			} else {
+				metaDisk = s.blocks(int64(n))
 			}
 		}
-		s := a.spool
 		s.mu.Lock()
 		a.running = false
+		a.metaDisk = metaDisk
 		s.evictLocked()
 		s.mu.Unlock()
 	})
 }
 
-func writeMeta(dir string, m *actionMeta) error {
+// writeMeta writes an action's meta.json and returns its size.
+func writeMeta(dir string, m *actionMeta) (int, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Written in place, not renamed into place: a torn file does not parse,
-	// and OpenSpool reclaims an action whose meta does not load.
+	// and the action is then recovered as interrupted.
 	if err := os.WriteFile(filepath.Join(dir, spoolMetaFile), b, 0o600); err != nil {
-		return fmt.Errorf("write spool meta: %w", err)
+		return 0, fmt.Errorf("write spool meta: %w", err)
 	}
-	return nil
+	return len(b), nil
 }
 
-func (s *Spool) load(handle string) (*Action, error) {
-	dir := filepath.Join(s.dir, handle)
+// load reads the finished action handle in dir.
+func (s *Spool) load(dir, handle string) (*Action, error) {
 	b, err := os.ReadFile(filepath.Join(dir, spoolMetaFile))
 	if err != nil {
 		return nil, err
 	}
-	a := &Action{spool: s, handle: handle, dir: dir}
+	a := &Action{spool: s, handle: handle, dir: dir, hasDir: true, metaDisk: s.blocks(int64(len(b)))}
 	if err := json.Unmarshal(b, &a.meta); err != nil {
 		return nil, err
 	}
@@ -253,30 +325,76 @@ func (s *Spool) load(handle string) (*Action, error) {
 	}
 	a.finish.Do(func() {})
 	for _, m := range a.meta.Streams {
-		st := &spoolStream{meta: m}
-		rs, _ := st.retained()
-		for _, r := range rs {
-			st.disk.Add(r.End - r.Start)
+		if !streamNamePattern.MatchString(m.Name) {
+			return nil, fmt.Errorf("spool meta names stream %q", m.Name)
+		}
+		st := &spoolStream{spool: s, meta: m}
+		if fi, err := os.Stat(filepath.Join(dir, m.Name+spoolStreamFileSuffix)); err == nil {
+			st.disk.Store(s.blocks(fi.Size()))
 		}
 		a.streams = append(a.streams, st)
 	}
 	return a, nil
 }
 
+// diskBytes is what the action takes on disk, as MaxBytes counts it.
+func (a *Action) diskBytes() int64 {
+	if !a.hasDir {
+		return 0
+	}
+	n := a.spool.block + a.metaDisk
+	for _, st := range a.streams {
+		n += st.diskBytes()
+	}
+	return n
+}
+
+// blocks is what a file of n bytes takes on disk: whole blocks, at least
+// one.
+func (s *Spool) blocks(n int64) int64 {
+	return max(1, (n+s.block-1)/s.block) * s.block
+}
+
+// reclaimFor reports whether err says the disk is full and Reclaim freed
+// room for a write of n bytes: the caller tries the write once more. It
+// evicts as little as it can, at least one action; a later write that
+// finds the disk full again evicts the next.
+func (s *Spool) reclaimFor(err error, n int64) bool {
+	return isNoSpace(err) && s.Reclaim(max(n, s.block)) > 0
+}
+
 // streamReader reads one finished stream. Its file is opened under the
 // spool lock, so an eviction that removes the action meanwhile does not
 // take the data from under the reader.
 type streamReader struct {
-	handle string
-	st     *spoolStream
-	f      *os.File // nil when nothing was retained
+	handle      string
+	st          *spoolStream
+	interrupted bool
+	f           *os.File // nil when nothing was retained
+	release     func()   // gives the turn back
 }
 
-// open finds a finished action's stream for reading; the caller closes it.
-func (s *Spool) open(handle, stream string) (*streamReader, error) {
+// open waits for a turn to read (see SpoolOptions.MaxConcurrentReads),
+// then finds a finished action's stream; closing the reader gives the turn
+// back. A malformed handle is refused without waiting.
+func (s *Spool) open(ctx context.Context, handle, stream string) (*streamReader, error) {
 	if !handlePattern.MatchString(handle) {
 		return nil, &HandleError{Handle: handle, Err: ErrMalformedHandle}
 	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.find(handle, stream)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r.release = release
+	return r, nil
+}
+
+func (s *Spool) find(handle, stream string) (*streamReader, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.evictLocked()
@@ -293,7 +411,7 @@ func (s *Spool) open(handle, stream string) (*streamReader, error) {
 			names = append(names, st.meta.Name)
 			continue
 		}
-		r := &streamReader{handle: handle, st: st}
+		r := &streamReader{handle: handle, st: st, interrupted: a.meta.Interrupted}
 		if rs, _ := st.retained(); len(rs) > 0 {
 			f, err := os.Open(filepath.Join(a.dir, stream+spoolStreamFileSuffix))
 			if err != nil {
@@ -310,6 +428,7 @@ func (r *streamReader) Close() {
 	if r.f != nil {
 		r.f.Close()
 	}
+	r.release()
 }
 
 // readAt reads retained stream bytes [off, off+len(b)).
@@ -333,56 +452,20 @@ func (r *streamReader) readAt(b []byte, off int64) error {
 	return nil
 }
 
-// evictLocked removes finished actions past their TTL, then the oldest
-// finished ones while the spool is over its disk cap.
-func (s *Spool) evictLocked() {
-	now := s.now()
-	var finished []*Action
-	var total int64
-	for _, a := range s.actions {
-		if !a.running && s.opts.TTL > 0 && now.Sub(a.meta.Finished) > s.opts.TTL {
-			s.removeLocked(a)
-			continue
-		}
-		for _, st := range a.streams {
-			total += st.diskBytes()
-		}
-		if !a.running {
-			finished = append(finished, a)
-		}
-	}
-	if s.opts.MaxBytes <= 0 || total <= s.opts.MaxBytes {
-		return
-	}
-	slices.SortFunc(finished, func(x, y *Action) int { return x.meta.Finished.Compare(y.meta.Finished) })
-	for _, a := range finished {
-		if total <= s.opts.MaxBytes {
-			break
-		}
-		for _, st := range a.streams {
-			total -= st.diskBytes()
-		}
-		s.removeLocked(a)
-	}
-}
-
-func (s *Spool) removeLocked(a *Action) {
-	delete(s.actions, a.handle)
-	os.RemoveAll(a.dir)
-}
-
 // spoolStream writes one redacted stream to its file: the first headCap
 // bytes at their own offsets, then the last tailCap bytes in a ring right
 // after them. Only the Capture's goroutine touches it until Finish; after
 // that it is read-only.
 type spoolStream struct {
+	spool *Spool
 	// path is where the stream's file goes. It is created at the first
 	// byte: most streams of most actions are empty, and each file costs a
 	// create and a close (about 0.35 ms each on ext4 here).
 	path string
 	f    *os.File
 	meta streamMeta
-	// disk is the bytes on disk, read by eviction from other goroutines.
+	// disk is what the file takes on disk, read by eviction from other
+	// goroutines.
 	disk atomic.Int64
 }
 
@@ -419,11 +502,15 @@ func (st *spoolStream) write(p []byte) {
 	m.Total += int64(len(p))
 	if st.f == nil && st.path != "" {
 		f, err := os.OpenFile(st.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && st.spool.reclaimFor(err, int64(len(p))) {
+			f, err = os.OpenFile(st.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
 		if err != nil {
 			st.fail(err)
 			return
 		}
 		st.f = f
+		st.disk.Store(st.spool.block)
 	}
 	if st.f == nil {
 		m.TailLost = true
@@ -431,7 +518,7 @@ func (st *spoolStream) write(p []byte) {
 	}
 	if off < m.HeadCap {
 		n := min(int64(len(p)), m.HeadCap-off)
-		if _, err := st.f.WriteAt(p[:n], off); err != nil {
+		if err := st.writeAt(p[:n], off); err != nil {
 			st.fail(fmt.Errorf("spool %s: %w", m.Name, err))
 			return
 		}
@@ -448,16 +535,26 @@ func (st *spoolStream) write(p []byte) {
 		}
 		pos := (off - m.HeadCap) % m.TailCap
 		first := min(int64(len(p)), m.TailCap-pos)
-		_, err := st.f.WriteAt(p[:first], m.HeadCap+pos)
+		err := st.writeAt(p[:first], m.HeadCap+pos)
 		if err == nil && first < int64(len(p)) {
-			_, err = st.f.WriteAt(p[first:], m.HeadCap)
+			err = st.writeAt(p[first:], m.HeadCap)
 		}
 		if err != nil {
 			st.fail(fmt.Errorf("spool %s: %w", m.Name, err))
 			return
 		}
 	}
-	st.disk.Store(m.HeadKept + max(0, min(m.Total-m.HeadCap, m.TailCap)))
+	st.disk.Store(st.spool.blocks(m.HeadKept + max(0, min(m.Total-m.HeadCap, m.TailCap))))
+}
+
+// writeAt writes p at off in the file; when the disk is full it has the
+// spool reclaim space and tries once more.
+func (st *spoolStream) writeAt(p []byte, off int64) error {
+	_, err := st.f.WriteAt(p, off)
+	if err != nil && st.spool.reclaimFor(err, int64(len(p))) {
+		_, err = st.f.WriteAt(p, off)
+	}
+	return err
 }
 
 func (st *spoolStream) close() {

@@ -1,14 +1,20 @@
 package output
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/owner"
 	"github.com/actiongw/actiongw/internal/redact"
 )
 
@@ -41,9 +47,11 @@ func TestSpoolPermissions(t *testing.T) {
 		want os.FileMode
 	}{
 		{dir, 0o700 | os.ModeDir},
-		{filepath.Join(dir, act.Handle()), 0o700 | os.ModeDir},
-		{filepath.Join(dir, act.Handle(), "stdout.out"), 0o600},
-		{filepath.Join(dir, act.Handle(), "meta.json"), 0o600},
+		{sp.own, 0o700 | os.ModeDir},
+		{filepath.Join(sp.own, spoolOwnerFile), 0o600},
+		{act.dir, 0o700 | os.ModeDir},
+		{filepath.Join(act.dir, "stdout.out"), 0o600},
+		{filepath.Join(act.dir, "meta.json"), 0o600},
 	} {
 		fi, err := os.Stat(tt.path)
 		if err != nil {
@@ -91,7 +99,7 @@ func TestSpoolHandleErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, rerr := sp.Read(tt.handle, tt.stream, 0, false, 0)
+			_, rerr := sp.Read(t.Context(), tt.handle, tt.stream, 0, false, 0, 0)
 			_, serr := sp.Search(t.Context(), tt.handle, tt.stream, "x", 0)
 			for _, err := range []error{rerr, serr} {
 				var he *HandleError
@@ -117,7 +125,7 @@ func TestSpoolTTL(t *testing.T) {
 	old, _ := spoolOne(t, sp, nil, []byte("old"))
 	running := sp.Begin("ssh_exec", "web1")
 	now = now.Add(2 * time.Hour)
-	if _, err := sp.Read(old.Handle(), "stdout", 0, false, 0); !errors.Is(err, ErrUnknownHandle) {
+	if _, err := sp.Read(t.Context(), old.Handle(), "stdout", 0, false, 0, 0); !errors.Is(err, ErrUnknownHandle) {
 		t.Errorf("read after TTL: got %v; want ErrUnknownHandle", err)
 	}
 	if _, err := os.Stat(old.dir); !os.IsNotExist(err) {
@@ -127,13 +135,19 @@ func TestSpoolTTL(t *testing.T) {
 		t.Errorf("running action directory: %v; want it kept", err)
 	}
 	running.Finish()
-	if _, err := sp.Read(running.Handle(), "stdout", 0, false, 0); !errors.Is(err, ErrUnknownStream) {
+	if _, err := sp.Read(t.Context(), running.Handle(), "stdout", 0, false, 0, 0); !errors.Is(err, ErrUnknownStream) {
 		t.Errorf("got %v; want the finished action readable (no such stream)", err)
 	}
 }
 
+// TestSpoolDiskCap counts actions in filesystem blocks: each takes a
+// block for its directory, one for meta.json and one for its small
+// stream file, and the spool three for its directory, this process's in it
+// and spool.json.
 func TestSpoolDiskCap(t *testing.T) {
-	sp, err := OpenSpool(t.TempDir(), SpoolOptions{MaxBytes: 2500, RetainHeadBytes: 1000, RetainTailBytes: 1000})
+	dir := t.TempDir()
+	block := blockSize(dir)
+	sp, err := OpenSpool(dir, SpoolOptions{MaxBytes: 9 * block, RetainHeadBytes: 1000, RetainTailBytes: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,56 +157,157 @@ func TestSpoolDiskCap(t *testing.T) {
 	running := sp.Begin("ssh_exec", "long")
 	rc := running.Capture("stdout", nil, previews)
 	rc.Write(data)
-	rc.Write(data) // 2000 bytes on disk, still running
+	rc.Write(data) // 2000 bytes on disk, still running: 3 blocks
 	a1, _ := spoolOne(t, sp, nil, data)
 	a2, _ := spoolOne(t, sp, nil, data)
-	// 4000 bytes > 2500: a1 went first, then a2; the running one stays.
-	for _, a := range []*Action{a1, a2} {
-		if _, err := sp.Read(a.Handle(), "stdout", 0, false, 0); !errors.Is(err, ErrUnknownHandle) {
-			t.Errorf("%s: got %v; want it evicted", a.Handle(), err)
+	// 3 + 3 + 3 + 3 blocks > 9: a1 went; the running one stays.
+	readable := func(a *Action) bool {
+		t.Helper()
+		_, err := sp.Read(t.Context(), a.Handle(), "stdout", 0, false, 0, 0)
+		if err != nil && !errors.Is(err, ErrUnknownHandle) {
+			t.Fatal(err)
 		}
+		return err == nil
+	}
+	if readable(a1) || !readable(a2) {
+		t.Errorf("a1 readable %v, a2 readable %v; want a1 evicted, a2 kept", readable(a1), readable(a2))
 	}
 	running.Finish()
-	p, err := sp.Read(running.Handle(), "stdout", 0, false, 0)
-	if err != nil {
-		t.Fatalf("running action was evicted: %v", err)
-	}
-	if p.TotalBytes != 2000 {
-		t.Errorf("got total %d; want 2000", p.TotalBytes)
+	if p, err := sp.Read(t.Context(), running.Handle(), "stdout", 0, false, 0, 0); err != nil || p.TotalBytes != 2000 {
+		t.Fatalf("running action: got %+v, %v; want it kept with 2000 bytes", p, err)
 	}
 	a3, _ := spoolOne(t, sp, nil, data)
-	// 3000 > 2500 again: the oldest finished (the long one) goes.
-	if _, err := sp.Read(a3.Handle(), "stdout", 0, false, 0); err != nil {
-		t.Errorf("newest action: %v", err)
+	// Over again: the oldest finished (a2, before the long one) goes.
+	if readable(a2) || !readable(running) || !readable(a3) {
+		t.Errorf("a2 %v, long %v, a3 %v; want a2 evicted, the others kept", readable(a2), readable(running), readable(a3))
 	}
-	if _, err := sp.Read(running.Handle(), "stdout", 0, false, 0); !errors.Is(err, ErrUnknownHandle) {
-		t.Errorf("oldest action: got %v; want it evicted", err)
+	if got, want := diskUsage(t, dir), 9*block; got > want {
+		t.Errorf("spool takes %d bytes on disk; want at most the cap, %d", got, want)
 	}
 }
 
+// TestSpoolDiskCapCountsEveryFile: with a cap smaller than one action,
+// thousands of small actions leave no directory behind, and with a cap of
+// some actions the spool's real disk use (st_blocks) never passes the cap.
+func TestSpoolDiskCapCountsEveryFile(t *testing.T) {
+	tests := []struct {
+		name    string
+		blocks  int64 // the cap, in filesystem blocks; 0 is 1024 bytes
+		actions int
+		wantMax int // action directories left, at most
+	}{
+		{"below one action", 0, 500, 0},
+		{"some actions", 20, 200, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			block := blockSize(dir)
+			limit := max(1024, tt.blocks*block)
+			sp, err := OpenSpool(dir, SpoolOptions{MaxBytes: limit, RetainHeadBytes: 1 << 20, RetainTailBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tt.actions {
+				act := sp.Begin("ssh_exec", "web1")
+				act.Capture("stdout", nil, previews).Write([]byte("ok\n"))
+				act.Capture("stderr", nil, previews).Write([]byte("warning\n"))
+				act.Finish()
+				if i%50 == 0 {
+					// The spool's own three blocks take more than 1024.
+					if got, want := diskUsage(t, dir), max(limit, 3*block); got > want {
+						t.Fatalf("after %d actions the spool takes %d bytes on disk; want at most %d", i+1, got, want)
+					}
+				}
+			}
+			entries, err := os.ReadDir(sp.own)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(entries) - 1; got > tt.wantMax { // spool.json
+				t.Errorf("%d action directories left; want at most %d", got, tt.wantMax)
+			}
+		})
+	}
+}
+
+// reopenAs opens dir as the process id would, to which every other process
+// has ended.
+func reopenAs(t *testing.T, dir string, opts SpoolOptions, id owner.ID) *Spool {
+	t.Helper()
+	sp, err := openSpool(dir, opts, id, func(x owner.ID) bool { return x == id })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// TestSpoolReopen: a later process reads the finished actions of one that
+// ended, with the sizes it wrote them with, and what the disk holds of an
+// action it did not finish, marked interrupted.
 func TestSpoolReopen(t *testing.T) {
 	dir := t.TempDir()
-	sp, err := OpenSpool(dir, SpoolOptions{RetainHeadBytes: 10, RetainTailBytes: 10})
+	opts := SpoolOptions{RetainHeadBytes: 10, RetainTailBytes: 10}
+	sp, err := OpenSpool(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	act, _ := spoolOne(t, sp, nil, []byte("0123456789abcdefghijKLMNOPQRST"))
-	crashed := sp.Begin("ssh_exec", "web1") // never finished: its process died
+	short := sp.Begin("ssh_exec", "web1") // never finished: its process died
+	short.Capture("stdout", nil, previews).Write([]byte("partial"))
+	long := sp.Begin("ssh_exec", "web1")
+	long.Capture("stdout", nil, previews).Write([]byte("0123456789abcdefghijKLMNOPQRST"))
+	empty := sp.Begin("ssh_exec", "web1")
+
 	// Other retain sizes must not change how the old files are read.
-	sp2, err := OpenSpool(dir, SpoolOptions{RetainHeadBytes: 3, RetainTailBytes: 4})
+	sp2 := reopenAs(t, dir, SpoolOptions{RetainHeadBytes: 3, RetainTailBytes: 4}, "1000000001")
+	if _, err := os.Stat(sp.own); !os.IsNotExist(err) {
+		t.Errorf("the ended process's directory: stat err %v; want it taken over and removed", err)
+	}
+	tests := []struct {
+		name        string
+		act         *Action
+		offset      int64
+		wantData    string
+		wantAt      int64
+		wantTotal   int64
+		interrupted bool
+	}{
+		{"finished", act, -10, "KLMNOPQRST", 20, 30, false},
+		{"unfinished within the head", short, 0, "partial", 0, 7, true},
+		{"unfinished past the head", long, 0, "0123456789", 0, 20, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := sp2.Read(t.Context(), tt.act.Handle(), "stdout", tt.offset, false, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Data != tt.wantData || p.Offset != tt.wantAt || p.TotalBytes != tt.wantTotal || p.Interrupted != tt.interrupted {
+				t.Errorf("got %q at %d of %d, interrupted %v; want %q at %d of %d, %v", p.Data, p.Offset, p.TotalBytes, p.Interrupted, tt.wantData, tt.wantAt, tt.wantTotal, tt.interrupted)
+			}
+			if tt.interrupted && !strings.Contains(pageText(t, p), "interrupted") {
+				t.Errorf("page text does not say the action was interrupted")
+			}
+		})
+	}
+	// The ring of an unfinished action cannot be placed: reported missing.
+	if p, _ := sp2.Read(t.Context(), long.Handle(), "stdout", 10, false, 0, 0); fmt.Sprint(p.Missing) != "[{10 20}]" || !p.EOF {
+		t.Errorf("got missing %v, eof %v; want [10,20) missing and the end", p.Missing, p.EOF)
+	}
+	if _, err := sp2.Read(t.Context(), empty.Handle(), "stdout", 0, false, 0, 0); !errors.Is(err, ErrUnknownStream) {
+		t.Errorf("unfinished action without output: got %v; want it readable, with no streams", err)
+	}
+}
+
+// pageText is the text block read_output would give with p.
+func pageText(t *testing.T, p *Page) string {
+	t.Helper()
+	text, err := FitPage(p, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sp2.Read(act.Handle(), "stdout", -10, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Data != "KLMNOPQRST" || p.Offset != 20 {
-		t.Errorf("got %q at %d; want %q at 20", p.Data, p.Offset, "KLMNOPQRST")
-	}
-	if _, err := os.Stat(crashed.dir); !os.IsNotExist(err) {
-		t.Errorf("unfinished action dir: stat err %v; want it removed", err)
-	}
+	return text
 }
 
 // TestSpoolDiskFull writes the spool into /dev/full, which fails every
@@ -225,7 +340,7 @@ func TestSpoolDiskFull(t *testing.T) {
 	if !strings.Contains(sum.SpoolError, "no space left") {
 		t.Errorf("spool error %q; want it to say the disk is full", sum.SpoolError)
 	}
-	p, err := sp.Read(act.Handle(), "stdout", 0, false, 1000)
+	p, err := sp.Read(t.Context(), act.Handle(), "stdout", 0, false, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,23 +383,23 @@ func TestSpoolLazyFiles(t *testing.T) {
 	act.Capture("stderr", nil, previews)
 	out.Write([]byte("only stdout\n"))
 	act.Finish()
-	if _, err := os.Stat(filepath.Join(dir, act.Handle(), "stderr.out")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(act.dir, "stderr.out")); !os.IsNotExist(err) {
 		t.Errorf("empty stderr: stat err %v; want no file", err)
 	}
-	sp2, err := OpenSpool(dir, testSpoolOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []*Spool{sp, sp2} {
-		if p, err := s.Read(act.Handle(), "stderr", 0, false, 0); err != nil || p.Data != "" || !p.EOF || p.Missing != nil {
+	check := func(s *Spool) {
+		t.Helper()
+		if p, err := s.Read(t.Context(), act.Handle(), "stderr", 0, false, 0, 0); err != nil || p.Data != "" || !p.EOF || p.Missing != nil {
 			t.Errorf("empty stderr: got %+v, %v; want an empty page at EOF", p, err)
 		}
-		if p, err := s.Read(act.Handle(), "stdout", 0, false, 0); err != nil || p.Data != "only stdout\n" {
+		if p, err := s.Read(t.Context(), act.Handle(), "stdout", 0, false, 0, 0); err != nil || p.Data != "only stdout\n" {
 			t.Errorf("stdout: got %+v, %v", p, err)
 		}
 	}
+	check(sp)
+	sp2 := reopenAs(t, dir, testSpoolOptions, "1000000002")
+	check(sp2)
 
-	act = sp.Begin("ssh_exec", "web1")
+	act = sp2.Begin("ssh_exec", "web1")
 	c := act.Capture("stdout", nil, previews)
 	if err := os.RemoveAll(act.dir); err != nil { // gone before the first byte
 		t.Fatal(err)
@@ -319,7 +434,7 @@ func TestSpoolConcurrent(t *testing.T) {
 					err = fmt.Errorf("got sha %s; want %s", sum.SHA256, want)
 				}
 				// Another goroutine's eviction may already have taken it.
-				if _, rerr := sp.Read(act.Handle(), "stdout", -100, false, 0); rerr != nil && !errors.Is(rerr, ErrUnknownHandle) {
+				if _, rerr := sp.Read(t.Context(), act.Handle(), "stdout", -100, false, 0, 0); rerr != nil && !errors.Is(rerr, ErrUnknownHandle) {
 					err = rerr
 				}
 			}
@@ -330,5 +445,406 @@ func TestSpoolConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// liveSet says which fake process IDs run, for spools opened in one test
+// process as if by several.
+type liveSet struct {
+	mu    sync.Mutex
+	alive map[owner.ID]bool
+}
+
+func (l *liveSet) set(id owner.ID, alive bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.alive[id] = alive
+}
+
+func (l *liveSet) Alive(id owner.ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.alive[id]
+}
+
+func (l *liveSet) open(t *testing.T, dir string, opts SpoolOptions, id owner.ID) *Spool {
+	t.Helper()
+	l.set(id, true)
+	sp, err := openSpool(dir, opts, id, l.Alive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// readAll reads a stream whole, or returns the error.
+func readAll(t *testing.T, sp *Spool, handle string) (*Page, error) {
+	t.Helper()
+	return sp.Read(t.Context(), handle, "stdout", 0, false, MaxReadLimit, 0)
+}
+
+// TestSpoolOwners runs spools of several processes on one directory (see
+// TestSpoolSharedProcesses for real ones): a process never reads, evicts
+// or reclaims another live one's actions; once that one has ended, its
+// finished actions are taken over and its unfinished ones recovered.
+func TestSpoolOwners(t *testing.T) {
+	dir := t.TempDir()
+	procs := &liveSet{alive: map[owner.ID]bool{}}
+	a := procs.open(t, dir, testSpoolOptions, "101.1")
+	aDone, _ := spoolOne(t, a, nil, []byte("finished by a\n"))
+	aRun := a.Begin("ssh_exec", "web1")
+	aOut := aRun.Capture("stdout", nil, previews)
+	aOut.Write([]byte("running in a\n"))
+
+	// b starts, evicts everything of its own at once, and reclaims.
+	b := procs.open(t, dir, SpoolOptions{TTL: time.Nanosecond, MaxBytes: 1, RetainHeadBytes: 1 << 20}, "102.1")
+	bDone, _ := spoolOne(t, b, nil, []byte("b\n"))
+	b.Reclaim(1 << 40)
+	if _, err := readAll(t, b, bDone.Handle()); !errors.Is(err, ErrUnknownHandle) {
+		t.Errorf("b's own action under b's cap: got %v; want it evicted", err)
+	}
+	for _, act := range []*Action{aDone, aRun} {
+		if _, err := readAll(t, b, act.Handle()); !errors.Is(err, ErrUnknownHandle) {
+			t.Errorf("b reading a's action: got %v; want ErrUnknownHandle", err)
+		}
+		if _, err := os.Stat(act.dir); err != nil {
+			t.Errorf("a's action after b's start, eviction and reclaim: %v", err)
+		}
+	}
+	aOut.Write([]byte("more\n"))
+	aRun.Finish()
+	for _, act := range []*Action{aDone, aRun} {
+		if _, err := readAll(t, a, act.Handle()); err != nil {
+			t.Errorf("a reading its own action: %v", err)
+		}
+	}
+
+	// c ends with an action unfinished; b finds it at its next look.
+	c := procs.open(t, dir, testSpoolOptions, "103.1")
+	cRun := c.Begin("ssh_exec", "web1")
+	cRun.Capture("stdout", nil, previews).Write([]byte("cut short"))
+	procs.set("103.1", false)
+	now := time.Now().Add(adoptEvery)
+	b.now = func() time.Time { return now }
+	b.opts.TTL, b.opts.MaxBytes = 0, 0
+	if p, err := readAll(t, b, cRun.Handle()); err != nil || p.Data != "cut short" || !p.Interrupted {
+		t.Errorf("b reading ended c's unfinished action: got %+v, %v; want its bytes, interrupted", p, err)
+	}
+	if _, err := os.Stat(c.own); !os.IsNotExist(err) {
+		t.Errorf("c's directory: stat err %v; want it taken over", err)
+	}
+
+	// a ends: Reclaim takes over its actions before evicting.
+	procs.set("101.1", false)
+	if freed := b.Reclaim(0); freed != 0 {
+		t.Errorf("Reclaim(0) freed %d; want nothing", freed)
+	}
+	for _, tt := range []struct {
+		act  *Action
+		want string
+	}{{aDone, "finished by a\n"}, {aRun, "running in a\nmore\n"}} {
+		if p, err := readAll(t, b, tt.act.Handle()); err != nil || p.Data != tt.want || p.Interrupted {
+			t.Errorf("b reading ended a's action: got %+v, %v; want %q", p, err, tt.want)
+		}
+	}
+}
+
+// TestSpoolAdoptRace: when two processes start at the same moment, each
+// action that ended ones left goes to exactly one of them: those of an
+// ended process's directory, of a takeover that stopped halfway, and of
+// the version before owner directories.
+func TestSpoolAdoptRace(t *testing.T) {
+	dir := t.TempDir()
+	procs := &liveSet{alive: map[owner.ID]bool{}}
+	want := map[string]string{}
+	for _, id := range []owner.ID{"201.1", "205.1"} {
+		dead := procs.open(t, dir, testSpoolOptions, id)
+		for i := range 20 {
+			act, _ := spoolOne(t, dead, nil, []byte(fmt.Sprintf("action %d of %s\n", i, id)))
+			want[act.Handle()] = fmt.Sprintf("action %d of %s\n", i, id)
+		}
+		procs.set(id, false)
+	}
+	// A takeover by 299.1 that stopped halfway.
+	if err := os.Rename(filepath.Join(dir, "owner-205.1"), filepath.Join(dir, "adopt-299.1-205.1")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		h := handlePrefix + strings.Repeat("c", 25) + string(rune('a'+i))
+		writeLegacy(t, dir, h, "legacy\n")
+		want[h] = "legacy\n"
+	}
+	var spools [2]*Spool
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range spools {
+		id := owner.ID(fmt.Sprintf("%d.1", 202+i))
+		procs.set(id, true)
+		wg.Go(func() {
+			<-start
+			sp, err := openSpool(dir, testSpoolOptions, id, procs.Alive)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			spools[i] = sp
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for h, w := range want {
+		var found []string
+		for _, sp := range spools {
+			if p, err := readAll(t, sp, h); err == nil {
+				found = append(found, p.Data)
+			}
+		}
+		if len(found) != 1 || found[0] != w {
+			t.Errorf("%s: read by %d processes as %q; want by one, %q", h, len(found), found, w)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ownerDirPrefix) {
+			t.Errorf("left in the spool directory: %s", e.Name())
+		}
+	}
+}
+
+// writeLegacy writes a finished action as the version before owner
+// directories did, at the top of the spool directory.
+func writeLegacy(t *testing.T, dir, handle, data string) {
+	t.Helper()
+	if err := os.Mkdir(filepath.Join(dir, handle), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, handle, "stdout.out"), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Format(time.RFC3339Nano)
+	meta := fmt.Sprintf(`{"handle":%q,"tool":"ssh_exec","target":"web1","started":%q,"finished":%q,"streams":[{"name":"stdout","head_cap":1048576,"tail_cap":8388608,"total":%d,"newlines":1,"head_kept":%d}]}`,
+		handle, now, now, len(data), len(data))
+	if err := os.WriteFile(filepath.Join(dir, handle, "meta.json"), []byte(meta), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpoolReclaim evicts the oldest finished actions until it has freed
+// what was asked, never a running one.
+func TestSpoolReclaim(t *testing.T) {
+	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	sp.now = func() time.Time { now = now.Add(time.Second); return now }
+	running := sp.Begin("ssh_exec", "web1")
+	running.Capture("stdout", nil, previews).Write(bytes.Repeat([]byte("r"), 3*int(sp.block)))
+	var acts []*Action
+	for range 3 {
+		act, _ := spoolOne(t, sp, nil, []byte("done\n"))
+		acts = append(acts, act)
+	}
+	each := acts[0].diskBytes()
+	if freed := sp.Reclaim(each + 1); freed != 2*each {
+		t.Errorf("Reclaim(%d) freed %d; want the two oldest, %d", each+1, freed, 2*each)
+	}
+	for i, act := range acts {
+		_, err := readAll(t, sp, act.Handle())
+		if gone := errors.Is(err, ErrUnknownHandle); gone != (i < 2) {
+			t.Errorf("action %d: got %v; want evicted %v", i, err, i < 2)
+		}
+	}
+	if freed := sp.Reclaim(1 << 40); freed != each {
+		t.Errorf("Reclaim of everything freed %d; want the last finished one, %d", freed, each)
+	}
+	if _, err := os.Stat(running.dir); err != nil {
+		t.Errorf("running action: %v; want it kept", err)
+	}
+	running.Finish()
+}
+
+// TestSpoolLegacyLayout: actions a version before owner directories left
+// at the top of the spool directory load if they finished, and are removed
+// if they did not.
+func TestSpoolLegacyLayout(t *testing.T) {
+	dir := t.TempDir()
+	finished := handlePrefix + strings.Repeat("a", 26)
+	unfinished := handlePrefix + strings.Repeat("b", 26)
+	writeLegacy(t, dir, finished, "legacy\n")
+	if err := os.Mkdir(filepath.Join(dir, unfinished), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, unfinished, "stdout.out"), []byte("legacy\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := OpenSpool(dir, testSpoolOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := readAll(t, sp, finished); err != nil || p.Data != "legacy\n" {
+		t.Errorf("finished legacy action: got %+v, %v; want it readable", p, err)
+	}
+	for _, h := range []string{finished, unfinished} {
+		if _, err := os.Stat(filepath.Join(dir, h)); !os.IsNotExist(err) {
+			t.Errorf("%s at the top: stat err %v; want it moved or removed", h, err)
+		}
+	}
+	if _, err := readAll(t, sp, unfinished); !errors.Is(err, ErrUnknownHandle) {
+		t.Errorf("unfinished legacy action: got %v; want ErrUnknownHandle", err)
+	}
+}
+
+// TestSpoolProcessHelper is a serve process for TestSpoolSharedProcesses:
+// it opens the spool in $OUTPUT_SPOOL_HELPER_DIR, finishes one action,
+// leaves one running, prints their handles and then answers commands on
+// stdin: "finish", and "read HANDLE".
+func TestSpoolProcessHelper(t *testing.T) {
+	dir, name := os.Getenv("OUTPUT_SPOOL_HELPER_DIR"), os.Getenv("OUTPUT_SPOOL_HELPER_NAME")
+	if dir == "" {
+		t.Skip("helper process for TestSpoolSharedProcesses")
+	}
+	sp, err := OpenSpool(dir, testSpoolOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, _ := spoolOne(t, sp, nil, []byte("finished by "+name+"\n"))
+	run := sp.Begin("ssh_exec", "web1")
+	out := run.Capture("stdout", nil, previews)
+	out.Write([]byte("running in " + name + "\n"))
+	fmt.Printf("ready %s %s\n", done.Handle(), run.Handle())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "finish":
+			out.Write([]byte("more\n"))
+			run.Finish()
+			fmt.Println("finished")
+		case "read":
+			if p, err := readAll(t, sp, arg); err != nil {
+				fmt.Printf("error %q\n", err)
+			} else {
+				fmt.Printf("data %q %v\n", p.Data, p.Interrupted)
+			}
+		}
+	}
+}
+
+// spoolProcess is a running TestSpoolProcessHelper.
+type spoolProcess struct {
+	cmd               *exec.Cmd
+	stdin             io.WriteCloser
+	lines             *bufio.Scanner
+	finished, running string // its handles
+}
+
+func startSpoolProcess(t *testing.T, dir, name string) *spoolProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSpoolProcessHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OUTPUT_SPOOL_HELPER_DIR="+dir, "OUTPUT_SPOOL_HELPER_NAME="+name)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &spoolProcess{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	if _, err := fmt.Sscanf(p.line(t), "ready %s %s", &p.finished, &p.running); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return p
+}
+
+// line returns the next line the process prints for the test.
+func (p *spoolProcess) line(t *testing.T) string {
+	t.Helper()
+	for p.lines.Scan() {
+		if l := p.lines.Text(); !strings.HasPrefix(l, "=== ") {
+			return l
+		}
+	}
+	t.Fatalf("helper process ended: %v", p.lines.Err())
+	return ""
+}
+
+func (p *spoolProcess) do(t *testing.T, cmd string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(p.stdin, cmd); err != nil {
+		t.Fatal(err)
+	}
+	return p.line(t)
+}
+
+// TestSpoolSharedProcesses runs real processes on one spool directory: a
+// second one's start, eviction and reclaim leave a running one's actions
+// alone, which it goes on writing and reading; the actions of one killed
+// mid-action are taken over by the next to start, the unfinished one as
+// interrupted; those of one that exits by whoever looks next.
+func TestSpoolSharedProcesses(t *testing.T) {
+	dir := t.TempDir()
+	a := startSpoolProcess(t, dir, "a")
+
+	// This test process is a second server, which evicts all it can.
+	sp, err := OpenSpool(dir, SpoolOptions{TTL: time.Nanosecond, MaxBytes: 1, RetainHeadBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoolOne(t, sp, nil, []byte("mine\n"))
+	sp.Reclaim(1 << 40)
+	for _, h := range []string{a.finished, a.running} {
+		if _, err := readAll(t, sp, h); !errors.Is(err, ErrUnknownHandle) {
+			t.Errorf("reading a's action here: got %v; want ErrUnknownHandle", err)
+		}
+	}
+	if got := a.do(t, "finish"); got != "finished" {
+		t.Fatalf("a: %s", got)
+	}
+	for _, tt := range []struct{ handle, want string }{
+		{a.finished, `data "finished by a\n" false`},
+		{a.running, `data "running in a\nmore\n" false`},
+	} {
+		if got := a.do(t, "read "+tt.handle); got != tt.want {
+			t.Errorf("a reading its action: got %s; want %s", got, tt.want)
+		}
+	}
+
+	c := startSpoolProcess(t, dir, "c")
+	if err := c.cmd.Process.Kill(); err != nil { // SIGKILL, mid-action
+		t.Fatal(err)
+	}
+	c.cmd.Wait()
+	d := startSpoolProcess(t, dir, "d")
+	for _, tt := range []struct{ handle, want string }{
+		{c.finished, `data "finished by c\n" false`},
+		{c.running, `data "running in c\n" true`},
+		{a.finished, `error "output handle \"` + a.finished + `\": unknown output handle: it never existed here, or it expired and was evicted"`},
+	} {
+		if got := d.do(t, "read "+tt.handle); got != tt.want {
+			t.Errorf("d reading %s: got %s; want %s", tt.handle, got, tt.want)
+		}
+	}
+
+	a.stdin.Close()
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	sp.opts.TTL, sp.opts.MaxBytes = 0, 0
+	sp.Reclaim(0)
+	if p, err := readAll(t, sp, a.running); err != nil || p.Data != "running in a\nmore\n" {
+		t.Errorf("reading ended a's action here: got %+v, %v", p, err)
 	}
 }

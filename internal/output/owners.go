@@ -1,0 +1,291 @@
+package output
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/actiongw/actiongw/internal/owner"
+)
+
+// The spool directory is shared by every process that uses it:
+//
+//	owner-<ID>/                 one for each process (owner.ID)
+//	    spool.json              the retain sizes its files are laid out with
+//	    out_<handle>/           an action
+//	        meta.json           written when the action finishes
+//	        <stream>.out        the retained bytes, head then tail ring
+//	adopt-<ID>-<from>/          owner-<from>, while process <ID> takes it over
+//	out_<handle>/               an action of a version before owner-<ID>
+//
+// A process makes, reads and evicts actions only in its own directory. It
+// takes over the directory of a process that has ended by renaming it to
+// adopt-<self>-<from>, which only one process can do, and then moves each
+// action into its own directory: a finished one as it is, an unfinished one
+// after writing a meta.json for what is on disk. If it ends during this,
+// the adopt- directory is taken over in turn.
+const (
+	ownerDirPrefix = "owner-"
+	adoptDirPrefix = "adopt-"
+	spoolOwnerFile = "spool.json"
+	// adoptEvery is how often eviction looks for processes that ended.
+	adoptEvery = time.Minute
+)
+
+const idPattern = `([0-9]+(?:\.[0-9]+)?)`
+
+var (
+	ownerDirPattern = regexp.MustCompile(`^` + ownerDirPrefix + idPattern + `$`)
+	adoptDirPattern = regexp.MustCompile(`^` + adoptDirPrefix + idPattern + `-` + idPattern + `$`)
+)
+
+// spoolLayout is spool.json: what recovering an unfinished action needs to
+// know of the process that wrote it.
+type spoolLayout struct {
+	Owner           owner.ID `json:"owner"`
+	RetainHeadBytes int64    `json:"retain_head_bytes"`
+	RetainTailBytes int64    `json:"retain_tail_bytes"`
+}
+
+// makeOwnDir makes this process's directory. One that exists already was
+// left by an earlier process with the same ID (where an ID is a bare pid)
+// or an earlier Spool of this one: it is renamed to claim, for the caller
+// to take over like any other.
+func (s *Spool) makeOwnDir() (claim string, err error) {
+	if _, err := os.Lstat(s.own); err == nil {
+		claim = filepath.Join(s.dir, adoptDirPrefix+string(s.self)+"-"+string(s.self))
+		if err := os.Rename(s.own, claim); err != nil {
+			return "", fmt.Errorf("take over spool directory: %w", err)
+		}
+	}
+	if err := os.Mkdir(s.own, 0o700); err != nil {
+		return claim, fmt.Errorf("create spool directory: %w", err)
+	}
+	b, _ := json.Marshal(spoolLayout{Owner: s.self, RetainHeadBytes: s.opts.RetainHeadBytes, RetainTailBytes: s.opts.RetainTailBytes})
+	if err := os.WriteFile(filepath.Join(s.own, spoolOwnerFile), b, 0o600); err != nil {
+		return claim, fmt.Errorf("write spool layout: %w", err)
+	}
+	return claim, nil
+}
+
+// adoptLocked takes over what processes that have ended left in the spool
+// directory; see above. Actions at the top, of the version before owner
+// directories, are taken over only at open (legacy): a process of that
+// version that still runs removes them itself.
+func (s *Spool) adoptLocked(legacy bool) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() {
+			continue
+		}
+		if handlePattern.MatchString(name) {
+			if legacy {
+				s.adoptLegacyLocked(filepath.Join(s.dir, name), name)
+			}
+			continue
+		}
+		var by, from owner.ID
+		if m := ownerDirPattern.FindStringSubmatch(name); m != nil {
+			by, from = owner.ID(m[1]), owner.ID(m[1])
+		} else if m := adoptDirPattern.FindStringSubmatch(name); m != nil {
+			by, from = owner.ID(m[1]), owner.ID(m[2])
+		} else {
+			continue
+		}
+		if by == s.self || s.alive(by) {
+			continue
+		}
+		claim := filepath.Join(s.dir, adoptDirPrefix+string(s.self)+"-"+string(from))
+		if os.Rename(filepath.Join(s.dir, name), claim) != nil {
+			continue // another process took it first
+		}
+		s.adoptDirLocked(claim)
+	}
+}
+
+// adoptDirLocked moves the actions of claim, a directory this process has
+// taken over, into its own, and removes claim.
+func (s *Spool) adoptDirLocked(claim string) {
+	var layout *spoolLayout
+	if b, err := os.ReadFile(filepath.Join(claim, spoolOwnerFile)); err == nil {
+		layout = new(spoolLayout)
+		if json.Unmarshal(b, layout) != nil {
+			layout = nil
+		}
+	}
+	entries, _ := os.ReadDir(claim)
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !handlePattern.MatchString(name) {
+			continue
+		}
+		src := filepath.Join(claim, name)
+		a, err := s.load(src, name)
+		if err != nil && layout != nil {
+			a, err = s.recoverAction(src, name, layout)
+		}
+		if err == nil {
+			err = s.moveInLocked(a)
+		}
+		if err != nil {
+			os.RemoveAll(src)
+		}
+	}
+	os.RemoveAll(claim)
+}
+
+// adoptLegacyLocked takes over an action a version before owner
+// directories left at the top of the spool directory: it loads if it
+// finished, and is removed otherwise, as that version did at its start.
+func (s *Spool) adoptLegacyLocked(dir, handle string) {
+	a, err := s.load(dir, handle)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Lstat(dir); serr != nil {
+				return // another process moved it meanwhile
+			}
+		}
+		os.RemoveAll(dir)
+		return
+	}
+	s.moveInLocked(a) // fails when another process took it first
+}
+
+// moveInLocked moves a loaded action into this process's directory and
+// makes it readable here.
+func (s *Spool) moveInLocked(a *Action) error {
+	dst := filepath.Join(s.own, a.handle)
+	if err := os.Rename(a.dir, dst); err != nil {
+		return err
+	}
+	a.dir = dst
+	s.actions[a.handle] = a
+	return nil
+}
+
+// errInterrupted is the spool error of a recovered stream.
+const errInterrupted = "interrupted: the process that ran the action ended before it finished; " +
+	"only the start of the stream, as far as it was on disk, was recovered, and the stream may have been longer"
+
+// recoverAction makes a finished action of one in dir whose process ended before
+// it finished: each stream's total is its file's size, of which the head
+// is readable; the tail ring is not, as its order is unknown without the
+// stream's total. It writes the action's meta.json.
+func (s *Spool) recoverAction(dir, handle string, layout *spoolLayout) (*Action, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := actionMeta{Handle: handle, Interrupted: true}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), spoolStreamFileSuffix)
+		if !ok || !streamNamePattern.MatchString(name) || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if t := fi.ModTime(); t.After(m.Finished) {
+			m.Finished = t
+		}
+		m.Streams = append(m.Streams, streamMeta{
+			Name:     name,
+			HeadCap:  layout.RetainHeadBytes,
+			TailCap:  layout.RetainTailBytes,
+			Total:    fi.Size(),
+			HeadKept: min(fi.Size(), layout.RetainHeadBytes),
+			TailLost: true,
+			Error:    errInterrupted,
+		})
+	}
+	if m.Finished.IsZero() {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return nil, err
+		}
+		m.Finished = fi.ModTime()
+	}
+	// The start time is not on disk; the zero time says so.
+	if _, err := writeMeta(dir, &m); err != nil {
+		return nil, err
+	}
+	return s.load(dir, handle)
+}
+
+// evictLocked takes over what ended processes left (at most every
+// adoptEvery), then removes finished actions past their TTL, then the
+// oldest finished ones while the spool is over its disk cap.
+func (s *Spool) evictLocked() {
+	now := s.now()
+	if !now.Before(s.nextAdopt) {
+		s.adoptLocked(false)
+		s.nextAdopt = now.Add(adoptEvery)
+	}
+	total := 3 * s.block // the spool directory, this process's in it, and its spool.json
+	for _, a := range s.actions {
+		if !a.running && s.opts.TTL > 0 && now.Sub(a.meta.Finished) > s.opts.TTL {
+			s.removeLocked(a)
+			continue
+		}
+		total += a.diskBytes()
+	}
+	if s.opts.MaxBytes <= 0 || total <= s.opts.MaxBytes {
+		return
+	}
+	for _, a := range s.oldestFinishedLocked() {
+		if total <= s.opts.MaxBytes {
+			break
+		}
+		total -= a.diskBytes()
+		s.removeLocked(a)
+	}
+}
+
+// Reclaim frees disk space after a write failed for want of it: it takes
+// over what processes that have ended left in the spool, then evicts the
+// oldest finished actions, this process's included, until need bytes are
+// freed (as MaxBytes counts them) or no finished action is left. It never
+// touches a running action, nor the actions of another process that runs.
+// It returns the bytes freed; need <= 0 frees nothing.
+func (s *Spool) Reclaim(need int64) (freed int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.adoptLocked(false)
+	s.nextAdopt = s.now().Add(adoptEvery)
+	for _, a := range s.oldestFinishedLocked() {
+		if freed >= need {
+			break
+		}
+		freed += a.diskBytes()
+		s.removeLocked(a)
+	}
+	return freed
+}
+
+func (s *Spool) oldestFinishedLocked() []*Action {
+	var finished []*Action
+	for _, a := range s.actions {
+		if !a.running {
+			finished = append(finished, a)
+		}
+	}
+	slices.SortFunc(finished, func(x, y *Action) int { return x.meta.Finished.Compare(y.meta.Finished) })
+	return finished
+}
+
+func (s *Spool) removeLocked(a *Action) {
+	delete(s.actions, a.handle)
+	os.RemoveAll(a.dir)
+}
