@@ -1,0 +1,30 @@
+package audit
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkAppend is many goroutines appending to one log at once, as the
+// actions of a busy server do: the figure is records/s, each on disk
+// before Append returns.
+func BenchmarkAppend(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "audit.jsonl")
+	a, err := Open(path, func(s string) string { return s })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	b.SetParallelism(8)
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := a.Append(&Record{Kind: "intent", Handle: "h", Tool: "ssh_exec", Target: "web1", Command: "uptime"}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+}
