@@ -89,7 +89,7 @@ func TestServeLoad(t *testing.T) {
 		t.Fatalf("audit chain: %v", err)
 	}
 	data, _ := os.ReadFile(path)
-	kinds := map[string][]string{}
+	kinds := map[string][]audit.Kind{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var r audit.Record
 		if err := json.Unmarshal([]byte(line), &r); err != nil {

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,21 +12,25 @@ import (
 // actions of a busy server do: the figure is records/s, each on disk
 // before Append returns.
 func BenchmarkAppend(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "audit.jsonl")
-	a, err := Open(path, func(s string) string { return s })
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
-	b.SetParallelism(8)
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := a.Append(&Record{Kind: "intent", Handle: "h", Tool: "ssh_exec", Target: "web1", Command: "uptime"}); err != nil {
-				b.Error(err)
-				return
+	for _, key := range [][]byte{nil, testKey} {
+		b.Run(fmt.Sprintf("keyed=%v", key != nil), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "audit.jsonl")
+			a, err := OpenWith(context.Background(), path, Options{Key: key, Redact: func(s string) string { return s }})
+			if err != nil {
+				b.Fatal(err)
 			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+			defer a.Close()
+			b.SetParallelism(8)
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := a.Append(&Record{Kind: "intent", Handle: "h", Tool: "ssh_exec", Target: "web1", Command: "uptime"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+		})
+	}
 }
