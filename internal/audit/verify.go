@@ -217,7 +217,8 @@ func (r *Report) Records() int64 {
 	return r.Last - r.First + 1
 }
 
-// String says what the report proves, and what it leaves open.
+// String says what the report proves, and what it leaves open, for a log
+// that verified.
 func (r *Report) String() string {
 	var b strings.Builder
 	n := r.Records()
