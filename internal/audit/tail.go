@@ -109,6 +109,8 @@ type tailer struct {
 	f    *os.File // nil until the file exists
 	off  int64    // of the first line not read yet
 	n    int      // lines read
+	last []byte   // the last line read
+	seq  int64    // its seq
 }
 
 func (t *tailer) open() error {
@@ -132,6 +134,13 @@ func (t *tailer) close() {
 // each calls fn with every complete line from t.off on.
 func (t *tailer) each(fn func(line) error) error {
 	r := newLineReader(io.NewSectionReader(t.f, t.off, 1<<62))
+	defer func() {
+		t.off += r.off
+		var last struct{ Seq int64 }
+		if json.Unmarshal(t.last, &last) == nil {
+			t.seq = last.Seq
+		}
+	}()
 	for {
 		b, err := r.next()
 		var long *longLineError
@@ -139,27 +148,29 @@ func (t *tailer) each(fn func(line) error) error {
 		case err == io.EOF || errors.Is(err, errPartial):
 			// An incomplete line is being written: it is read whole
 			// next time.
-			t.off += r.off
 			return nil
 		case err != nil && !errors.As(err, &long):
 			return fmt.Errorf("audit log: %w", err)
 		}
 		t.n++
+		t.last = append(t.last[:0], b...)
 		if err := fn(line{raw: b, err: err, file: t.path, n: t.n}); err != nil {
 			return err
 		}
 	}
 }
 
-// poll hands on what was appended, following a rotation.
+func (t *tailer) emit(l line) error { return t.fn(l.record()) }
+
+// poll hands on what was appended, following rotations: the rest of the
+// file it had, the files rotated after it, then the active one.
 func (t *tailer) poll() error {
 	if t.f == nil {
 		if err := t.open(); err != nil || t.f == nil {
 			return err
 		}
 	}
-	emit := func(l line) error { return t.fn(l.record()) }
-	if err := t.each(emit); err != nil {
+	if err := t.each(t.emit); err != nil {
 		return err
 	}
 	fi, err := t.f.Stat()
@@ -169,26 +180,53 @@ func (t *tailer) poll() error {
 	if st, err := os.Stat(t.path); err != nil || os.SameFile(st, fi) {
 		return nil
 	}
-	// Rotated: the old file is read to its end above; the new one now.
 	t.f.Close()
 	t.f = nil
-	return t.poll()
+	if err := t.open(); err != nil || t.f == nil {
+		return err
+	}
+	files, err := listFiles(t.path)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	for _, lf := range files[:len(files)-1] {
+		if lf.first <= t.seq {
+			continue
+		}
+		r := &tailer{path: lf.path, fn: t.fn}
+		if err := r.open(); err != nil || r.f == nil {
+			return err
+		}
+		if same(r.f, t.f) {
+			r.close()
+			break
+		}
+		err := r.each(r.emit)
+		r.close()
+		if err != nil {
+			return err
+		}
+		t.seq = r.seq
+	}
+	return t.each(t.emit)
+}
+
+func same(a, b *os.File) bool {
+	ai, err1 := a.Stat()
+	bi, err2 := b.Stat()
+	return err1 == nil && err2 == nil && os.SameFile(ai, bi)
 }
 
 // readLast returns the last keep lines of the rotated file at path, unless
-// it is the file active, which was read already.
+// it is the active file, which was read already.
 func readLast(path string, keep int, active *os.File) ([]line, error) {
 	t := &tailer{path: path}
 	if err := t.open(); err != nil || t.f == nil {
 		return nil, err
 	}
 	defer t.close()
-	if active != nil {
-		fi, err1 := t.f.Stat()
-		ai, err2 := active.Stat()
-		if err1 == nil && err2 == nil && os.SameFile(fi, ai) {
-			return nil, nil
-		}
+	if active != nil && same(t.f, active) {
+		return nil, nil
 	}
 	var out []line
 	err := t.each(keepLast(&out, keep))
