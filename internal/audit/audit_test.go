@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/actiongw/actiongw/internal/owner"
 )
@@ -133,6 +134,9 @@ func TestAuditAppendSetsOwnerAndRefusesOtherKinds(t *testing.T) {
 		if err := a.Append(&Record{Kind: k}); err == nil {
 			t.Errorf("Append of kind %q: nil error; want it refused", k)
 		}
+	}
+	if err := a.Append(&Record{Kind: KindIntent, Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
+		t.Errorf("Append of a time JSON cannot hold: nil error; want it refused")
 	}
 	if l := lines(t, path); len(l) != 1 {
 		t.Errorf("log has %d lines; want 1", len(l))

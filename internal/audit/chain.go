@@ -91,8 +91,8 @@ const ringSize = 1024
 // chain follows a log record by record and checks that each one continues
 // it: its seq, the hash of the line before, its MAC.
 type chain struct {
-	// key checks MACs; nil leaves them unchecked.
-	key []byte
+	// sign checks MACs; nil leaves them unchecked.
+	sign *signer
 
 	seq  int64  // of the last record; 0 before the first
 	hash string // of the last line
@@ -136,6 +136,22 @@ type pendingIntent struct {
 	handle, tool, target string
 }
 
+// link is what the chain checks and follows of a record: decoding only
+// these fields keeps reading a log fast.
+type link struct {
+	Seq      int64    `json:"seq"`
+	Kind     Kind     `json:"kind"`
+	Prev     string   `json:"prev"`
+	Owner    owner.ID `json:"owner"`
+	Handle   string   `json:"handle"`
+	Tool     string   `json:"tool"`
+	Target   string   `json:"target"`
+	Decision string   `json:"decision"`
+	KeyID    string   `json:"key_id"`
+	Sealed   *Sealed  `json:"sealed"`
+	MAC      string   `json:"mac"`
+}
+
 // errSealedMidway is a seal record where the chain goes on.
 var errSealedMidway = errors.New("a seal record where the chain goes on")
 
@@ -146,10 +162,12 @@ func (c *chain) add(line []byte, file string, n int) error {
 	bad := func(format string, a ...any) error {
 		return &DamagedError{File: file, Line: n, Reason: fmt.Sprintf(format, a...), LastSeq: c.seq, LastHash: c.hash}
 	}
-	var rec Record
-	if err := json.Unmarshal(line, &rec); err != nil {
+	var l link
+	if err := json.Unmarshal(line, &l); err != nil {
 		return bad("not a JSON record: %v", err)
 	}
+	rec := Record{Seq: l.Seq, Kind: l.Kind, Prev: l.Prev, Owner: l.Owner, Handle: l.Handle, Tool: l.Tool,
+		Target: l.Target, Decision: l.Decision, KeyID: l.KeyID, Sealed: l.Sealed, MAC: l.MAC}
 	mac, body, keyed := splitMAC(line)
 	switch {
 	case !keyed && rec.MAC != "":
@@ -167,9 +185,9 @@ func (c *chain) add(line []byte, file string, n int) error {
 		// prev did, which no writer does).
 		return &DamagedError{File: c.file, Line: c.line, LastSeq: c.prevSeq, LastHash: c.prevHash,
 			Reason: fmt.Sprintf("edited: its hash does not match the one record %d records", rec.Seq)}
-	case keyed && c.key != nil && !hmacEqual(mac, lineMAC(c.key, body)):
-		if rec.Kind == KindKey && rec.KeyID != "" && rec.KeyID != keyID(c.key) {
-			return bad("its mac does not match: this log was keyed with another key (id %s; the key given has id %s), was the audit key in the keyring replaced?", rec.KeyID, keyID(c.key))
+	case keyed && c.sign != nil && !hmacEqual(mac, c.sign.mac(body, []byte("}"))):
+		if rec.KeyID != "" && rec.KeyID != c.sign.id {
+			return bad("its mac does not match: this log was keyed with another key (id %s; the key given has id %s), was the audit key in the keyring replaced?", rec.KeyID, c.sign.id)
 		}
 		return bad("its mac does not match: the record was forged or edited, or the key given is not the one that wrote it")
 	case !keyed && c.keyedFrom != 0:

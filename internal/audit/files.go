@@ -103,15 +103,16 @@ func readHead(path string) (headRecord, error) {
 	return h, nil
 }
 
-func headMAC(key []byte, seq int64, hash string) string {
-	return lineMAC(key, fmt.Appendf(nil, "actiongw audit head\n%d\n%s", seq, hash))
+func headMAC(s *signer, seq int64, hash string) string {
+	return s.mac(fmt.Appendf(nil, "actiongw audit head\n%d\n%s", seq, hash))
 }
 
-// encodeHead is h as the head file holds it, MAC'd with key.
-func encodeHead(seq int64, hash string, key []byte) []byte {
+// encodeHead is the head file's content for record seq with hash, MAC'd
+// by s.
+func encodeHead(seq int64, hash string, s *signer) []byte {
 	h := headRecord{Seq: seq, Hash: hash}
-	if key != nil {
-		h.MAC = headMAC(key, seq, hash)
+	if s != nil {
+		h.MAC = headMAC(s, seq, hash)
 	}
 	b, _ := json.Marshal(h)
 	b = append(b, bytes.Repeat([]byte(" "), headSize-1-len(b))...)
@@ -141,12 +142,12 @@ func checkHead(c *chain, h headRecord, path string, hashOf func(int64) (string, 
 			return bad("the head file names record %d with another hash: the log's end was rewritten", h.Seq)
 		}
 	}
-	if c.key == nil || c.keyedFrom == 0 {
+	if c.sign == nil || c.keyedFrom == 0 {
 		return nil
 	}
 	switch {
 	case h.MAC != "":
-		if !hmacEqual(h.MAC, headMAC(c.key, h.Seq, h.Hash)) {
+		if !hmacEqual(h.MAC, headMAC(c.sign, h.Seq, h.Hash)) {
 			return bad("its mac does not match: it was forged, or the key given is not the one that wrote it")
 		}
 	// A head written before the key record, which was written alone,

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -153,7 +154,7 @@ func TestAuditHostileRewrite(t *testing.T) {
 		l = lines(t, path)
 		for i := range l {
 			if _, body, ok := splitMAC([]byte(l[i])); ok {
-				l[i] = string(body)
+				l[i] = string(body) + "}"
 			}
 		}
 		rechain(t, path, l, 0)
@@ -248,5 +249,32 @@ func TestAuditWriteErrorIsTruthful(t *testing.T) {
 	}
 	if !errors.Is(&WriteError{Op: "write", Err: diskFullErr}, ErrDiskFull) || errors.Is(&WriteError{Op: "write", Err: errors.New("x")}, ErrDiskFull) {
 		t.Errorf("ErrDiskFull does not match a full disk, or matches another error")
+	}
+}
+
+// TestAuditWorstCaseRecordFits fills every field a caller sets with what
+// escapes longest: the record still fits in MaxLineBytes.
+func TestAuditWorstCaseRecordFits(t *testing.T) {
+	a, path := openTestLog(t, Options{Key: testKey})
+	long := strings.Repeat("\x01", 1<<20)
+	code := -1 << 31
+	stopped := true
+	streams := map[string]Stream{}
+	for i := range maxStreams {
+		streams[strings.Repeat("\x01", 63)+string(rune('a'+i))] = Stream{Bytes: 1 << 62, SHA256: strings.Repeat("\x01", 64)}
+	}
+	rec := &Record{Kind: KindOutcome, Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		Handle: long, Tool: long, Target: long, Command: long, Method: long, Path: long, Decision: long, Rule: long,
+		Status: long, ExitCode: &code, Signal: long, HTTPStatus: -1 << 62, Streams: streams, DurationMS: -1 << 62,
+		Reason: long, RemoteStopped: &stopped}
+	if err := a.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	l := lines(t, path)
+	if n := len(l[len(l)-1]); n > MaxLineBytes || n < MaxLineBytes/4 {
+		t.Errorf("the worst record is %d bytes; want it within %d, and not far from it", n, MaxLineBytes)
+	}
+	if _, err := VerifyWith(context.Background(), path, VerifyOptions{Key: testKey}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -84,11 +84,12 @@ type Log struct {
 	batch  *batch     // collecting records for its leader to commit
 	closed bool
 
-	commitMu sync.Mutex // held by the goroutine committing; guards the rest
-	f        *os.File   // the active file, as this process last saw it
-	size     int64      // bytes of f read or written: its end, under the lock
-	lines    int        // lines in f before size
-	first    int64      // seq of f's first record; 0 while f is empty
+	commitMu sync.Mutex  // held by the goroutine committing; guards the rest
+	f        *os.File    // the active file, as this process last saw it
+	fi       os.FileInfo // f's, to tell whether it is still the active file
+	size     int64       // bytes of f read or written: its end, under the lock
+	lines    int         // lines in f before size
+	first    int64       // seq of f's first record; 0 while f is empty
 	head     *os.File
 	ch       chain
 	torn     *Record // a repair record to write for a torn line sync found
@@ -125,7 +126,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Log{path: path, opts: opts, ch: chain{key: opts.Key, pending: map[string]pendingIntent{}}}
+	a := &Log{path: path, opts: opts, ch: chain{sign: newSigner(opts.Key), pending: map[string]pendingIntent{}}}
 	if cp := opts.Checkpoint; cp != nil {
 		a.ch.marks = map[int64]*mark{cp.Seq: {}}
 	}
@@ -181,7 +182,7 @@ func (a *Log) open(ctx context.Context) error {
 	case a.opts.Key == nil && a.ch.keyedFrom != 0:
 		return fmt.Errorf("audit log %s: %w (it is keyed from record %d on; is the keyring reachable?)", a.path, ErrNoKey, a.ch.keyedFrom)
 	case a.opts.Key != nil && a.ch.mac == "":
-		recs = append(recs, &Record{Kind: KindKey, KeyID: keyID(a.opts.Key),
+		recs = append(recs, &Record{Kind: KindKey, KeyID: a.ch.sign.id,
 			Reason: "from here on every record carries a mac: the HMAC-SHA256 of its line under the audit key"})
 	}
 	if len(recs) > 0 || a.torn != nil || h.Seq != a.ch.seq || (a.opts.Key != nil && h.MAC == "") {
@@ -197,13 +198,14 @@ func (a *Log) readChain(ctx context.Context) error {
 	var err error
 	// The active file first: if it is rotated from now on, it will be
 	// among the rotated files listed below, and is left out there.
-	if a.f, err = openActive(a.path); err != nil {
+	f, err := openActive(a.path)
+	if err != nil {
 		return err
 	}
-	fi, err := a.f.Stat()
-	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
+	if err := a.activate(f); err != nil {
+		return err
 	}
+	fi := a.fi
 	files, err := listFiles(a.path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -220,7 +222,7 @@ func (a *Log) readChain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.setActive(a.f, end, lines)
+	a.setRead(end, lines)
 	return nil
 }
 
@@ -303,9 +305,25 @@ func openActive(path string) (*os.File, error) {
 	return f, nil
 }
 
-// setActive makes f, read up to end (lines lines), the active file.
-func (a *Log) setActive(f *os.File, end int64, lines int) {
-	a.f, a.size, a.lines, a.first = f, end, lines, 0
+// activate makes f, read up to nothing yet, the active file, closing the
+// one before.
+func (a *Log) activate(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return &WriteError{Op: "read the log's end", Err: err}
+	}
+	if a.f != nil {
+		a.f.Close()
+	}
+	a.f, a.fi = f, fi
+	a.setRead(0, 0)
+	return nil
+}
+
+// setRead records that the active file is read up to end (lines lines).
+func (a *Log) setRead(end int64, lines int) {
+	a.size, a.lines, a.first = end, lines, 0
 	if lines > 0 {
 		a.first = a.ch.seq - int64(lines) + 1
 	}
@@ -325,12 +343,6 @@ func (a *Log) Append(rec *Record) error {
 	if err != nil {
 		return err
 	}
-	if n, err := sizeBound(r); err != nil {
-		return err
-	} else if n > MaxLineBytes {
-		return fmt.Errorf("audit log: a record of %d bytes, more than %d", n, MaxLineBytes)
-	}
-
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -398,26 +410,27 @@ func (a *Log) stop(op string, err error) error {
 // other processes appended, follows a rotation, and notes a torn last line
 // (a write that never completed; its writer no longer holds the lock).
 func (a *Log) sync() error {
-	fi, err := a.f.Stat()
-	if err != nil {
-		return &WriteError{Op: "read the log's end", Err: err}
-	}
 	st, err := os.Stat(a.path)
 	if err != nil && !os.IsNotExist(err) {
 		return &WriteError{Op: "read the log's end", Err: err}
 	}
-	same := err == nil && os.SameFile(st, fi)
-	if fi.Size() < a.size {
-		return a.stop("read the log's end", &DamagedError{File: a.path, Line: a.lines, LastSeq: a.ch.seq, LastHash: a.ch.hash,
-			Reason: fmt.Sprintf("the file shrank from %d to %d bytes under this process: records were removed", a.size, fi.Size())})
+	same := err == nil && os.SameFile(st, a.fi)
+	if !same {
+		// Rotated, sealed or removed: read what is left of the file
+		// this process had.
+		if st, err = a.f.Stat(); err != nil {
+			return &WriteError{Op: "read the log's end", Err: err}
+		}
 	}
-	if err := a.catchUp(a.f, a.path, fi.Size(), same); err != nil {
+	if st.Size() < a.size {
+		return a.stop("read the log's end", &DamagedError{File: a.path, Line: a.lines, LastSeq: a.ch.seq, LastHash: a.ch.hash,
+			Reason: fmt.Sprintf("the file shrank from %d to %d bytes under this process: records were removed", a.size, st.Size())})
+	}
+	if err := a.catchUp(a.f, a.path, st.Size(), same); err != nil || same {
 		return err
 	}
-	if !same {
-		if err := a.followRotation(); err != nil {
-			return err
-		}
+	if err := a.followRotation(); err != nil {
+		return err
 	}
 	return a.reopenHead()
 }
@@ -432,7 +445,7 @@ func (a *Log) catchUp(f *os.File, name string, size int64, active bool) error {
 	if err != nil {
 		return a.stop("read the log's end", err)
 	}
-	a.setActive(f, end, lines)
+	a.setRead(end, lines)
 	if partial == 0 {
 		return nil
 	}
@@ -484,13 +497,10 @@ func (a *Log) followRotation() error {
 	if err != nil {
 		return &WriteError{Op: "read the log's end", Err: err}
 	}
-	a.f.Close()
-	a.setActive(f, 0, 0)
-	nfi, err := f.Stat()
-	if err != nil {
-		return &WriteError{Op: "read the log's end", Err: err}
+	if err := a.activate(f); err != nil {
+		return err
 	}
-	return a.catchUp(f, a.path, nfi.Size(), true)
+	return a.catchUp(f, a.path, a.fi.Size(), true)
 }
 
 // reopenHead opens the head file again if it was removed or replaced.
@@ -532,8 +542,9 @@ func (a *Log) rotate() error {
 	if err != nil {
 		return err
 	}
-	a.f.Close()
-	a.setActive(f, 0, 0)
+	if err := a.activate(f); err != nil {
+		return err
+	}
 	a.offerCheckpoint(true)
 	return nil
 }
@@ -563,7 +574,7 @@ func (a *Log) write(recs []*Record) error {
 			r.Time = time.Now().UTC()
 		}
 		var err error
-		if hashes[i], macs[i], err = encodeRecord(&buf, r, a.opts.Key); err != nil {
+		if hashes[i], macs[i], err = encodeRecord(&buf, r, a.ch.sign); err != nil {
 			return err
 		}
 		prev = hashes[i]
@@ -599,7 +610,7 @@ func (a *Log) write(recs []*Record) error {
 }
 
 func (a *Log) writeHead() error {
-	_, err := a.head.WriteAt(encodeHead(a.ch.seq, a.ch.hash, a.opts.Key), 0)
+	_, err := a.head.WriteAt(encodeHead(a.ch.seq, a.ch.hash, a.ch.sign), 0)
 	if err == nil {
 		err = a.head.Sync()
 	}

@@ -7,8 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
-	"strings"
+	"hash"
 	"time"
 	"unicode/utf8"
 
@@ -135,7 +134,12 @@ func prepare(rec *Record, redact func(string) string) (*Record, error) {
 	r.Seq, r.Prev, r.MAC, r.KeyID, r.Sealed, r.Cut = 0, "", "", "", nil, nil
 	r.Owner = owner.Self()
 	if r.Time.IsZero() {
-		r.Time = time.Now().UTC()
+		r.Time = time.Now()
+	}
+	// UTC, and a year RFC 3339 can write, so that encoding cannot fail
+	// under the lock, for the whole batch.
+	if r.Time = r.Time.UTC(); r.Time.Year() < 0 || r.Time.Year() > 9999 {
+		return nil, fmt.Errorf("audit log: a record of the year %d", r.Time.Year())
 	}
 	for name, s := range r.Streams {
 		if len(name) > 64 || len(s.SHA256) > 64 {
@@ -205,9 +209,9 @@ const (
 )
 
 // encodeRecord appends r to buf as one line, newline included: JSON with
-// HTML escaping off (a command's < and & stay readable), and, with a key,
-// its MAC as the last field. It returns the line's hash and MAC.
-func encodeRecord(buf *bytes.Buffer, r *Record, key []byte) (hash, mac string, err error) {
+// HTML escaping off (a command's < and & stay readable), and, with a
+// signer, its MAC as the last field. It returns the line's hash and MAC.
+func encodeRecord(buf *bytes.Buffer, r *Record, s *signer) (hash, mac string, err error) {
 	start := buf.Len()
 	r.MAC = ""
 	enc := json.NewEncoder(buf)
@@ -215,9 +219,9 @@ func encodeRecord(buf *bytes.Buffer, r *Record, key []byte) (hash, mac string, e
 	if err := enc.Encode(r); err != nil {
 		return "", "", fmt.Errorf("audit log: %w", err)
 	}
-	if key != nil {
+	if s != nil {
 		body := buf.Bytes()[start : buf.Len()-1] // without the newline
-		mac = lineMAC(key, body)
+		mac = s.mac(body)
 		buf.Truncate(buf.Len() - 2) // `}` and the newline
 		buf.WriteString(macPrefix)
 		buf.WriteString(mac)
@@ -225,23 +229,17 @@ func encodeRecord(buf *bytes.Buffer, r *Record, key []byte) (hash, mac string, e
 		r.MAC = mac
 	}
 	line := buf.Bytes()[start : buf.Len()-1]
+	if len(line) > MaxLineBytes {
+		// prepare's bounds make this impossible; a record that broke the
+		// line bound would make the log unreadable.
+		return "", "", fmt.Errorf("audit log: a record of %d bytes, more than %d", len(line), MaxLineBytes)
+	}
 	return lineHash(line), mac, nil
 }
 
-// sizeBound is an upper bound on the line r becomes, whatever its seq,
-// prev and MAC.
-func sizeBound(r *Record) (int, error) {
-	t := *r
-	t.Seq, t.Prev = math.MaxInt64, strings.Repeat("0", 64)
-	var buf bytes.Buffer
-	if _, _, err := encodeRecord(&buf, &t, nil); err != nil {
-		return 0, err
-	}
-	return buf.Len() + macSuffixLen, nil
-}
-
 // splitMAC returns the MAC a keyed line ends with and the line it was
-// computed over; ok is false for a line that ends with none.
+// computed over, less its closing brace; ok is false for a line that ends
+// with none.
 func splitMAC(line []byte) (mac string, body []byte, ok bool) {
 	if len(line) < macSuffixLen+1 || !bytes.HasSuffix(line, []byte(`"}`)) {
 		return "", nil, false
@@ -256,24 +254,41 @@ func splitMAC(line []byte) (mac string, body []byte, ok bool) {
 			return "", nil, false
 		}
 	}
-	body = append(line[:at:at], '}')
-	return mac, body, true
+	return mac, line[:at], true
 }
 
-func lineMAC(key, body []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return hex.EncodeToString(m.Sum(nil))
+// signer computes MACs under one key. A nil *signer is no key. It is not
+// safe for concurrent use.
+type signer struct {
+	h   hash.Hash
+	sum []byte
+	// id names the key without revealing it, so a log keyed with another
+	// key is told apart from a forged one.
+	id string
+}
+
+func newSigner(key []byte) *signer {
+	if key == nil {
+		return nil
+	}
+	s := &signer{h: hmac.New(sha256.New, key)}
+	s.id = s.mac([]byte("actiongw audit key id"))[:16]
+	return s
+}
+
+// mac is the hex HMAC-SHA256 of the concatenated parts.
+func (s *signer) mac(parts ...[]byte) string {
+	s.h.Reset()
+	for _, b := range parts {
+		s.h.Write(b)
+	}
+	s.sum = s.h.Sum(s.sum[:0])
+	return hex.EncodeToString(s.sum)
 }
 
 func lineHash(line []byte) string {
 	sum := sha256.Sum256(line)
 	return hex.EncodeToString(sum[:])
-}
-
-// keyID names a key without revealing it.
-func keyID(key []byte) string {
-	return lineMAC(key, []byte("actiongw audit key id"))[:16]
 }
 
 func hmacEqual(a, b string) bool { return hmac.Equal([]byte(a), []byte(b)) }

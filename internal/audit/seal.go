@@ -84,18 +84,19 @@ func Seal(ctx context.Context, path string, opts VerifyOptions) (*SealResult, er
 		Reason: "the chain before this one was damaged; its files were moved aside and this chain starts anew",
 		Sealed: &Sealed{Dir: filepath.Base(dir), File: filepath.Base(damage.File), Line: damage.Line, Reason: reason,
 			LastSeq: damage.LastSeq, LastHash: damage.LastHash}}
-	if opts.Key != nil {
-		rec.KeyID = keyID(opts.Key)
+	sign := newSigner(opts.Key)
+	if sign != nil {
+		rec.KeyID = sign.id
 	}
 	var buf bytes.Buffer
-	hash, mac, err := encodeRecord(&buf, &rec, opts.Key)
+	hash, mac, err := encodeRecord(&buf, &rec, sign)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeNew(path, buf.Bytes()); err != nil {
 		return nil, err
 	}
-	if err := writeNew(headPath(path), encodeHead(1, hash, opts.Key)); err != nil {
+	if err := writeNew(headPath(path), encodeHead(1, hash, sign)); err != nil {
 		return nil, err
 	}
 	if err := syncDir(filepath.Dir(path)); err != nil {

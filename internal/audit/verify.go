@@ -138,7 +138,7 @@ func (s *snapshot) close() {
 // verify follows the snapshot's files and checks the head file and the
 // checkpoint.
 func (s *snapshot) verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
-	c := &chain{key: opts.Key, marks: map[int64]*mark{}}
+	c := &chain{sign: newSigner(opts.Key), marks: map[int64]*mark{}}
 	if s.head.Seq > 0 {
 		c.marks[s.head.Seq] = &mark{}
 	}
@@ -160,7 +160,7 @@ func (s *snapshot) verify(ctx context.Context, opts VerifyOptions) (*Report, err
 	if err != nil {
 		return rep, err
 	}
-	rep.HeadMAC = c.key != nil && s.head.MAC != ""
+	rep.HeadMAC = c.sign != nil && s.head.MAC != ""
 	if cp := opts.Checkpoint; cp != nil {
 		if err := checkCheckpoint(c, cp, s.path); err != nil {
 			return rep, err
