@@ -56,10 +56,11 @@ func (c *cli) auditVerify(ctx context.Context, args []string) error {
 	if note != "" {
 		fmt.Fprintln(c.stdout, "keyring:", note)
 	}
+	var damage *audit.DamagedError
+	if errors.As(err, &damage) && damage.LastSeq > 0 {
+		fmt.Fprintf(c.stdout, "%s: good up to record %d; then:\n", audit.Path(cfg.Server.StateDir), damage.LastSeq)
+	}
 	if err != nil {
-		if rep != nil && rep.Last > 0 {
-			fmt.Fprintf(c.stdout, "%s: records %d to %d check out; then:\n", rep.Path, rep.First, rep.Last)
-		}
 		return err
 	}
 	fmt.Fprint(c.stdout, rep)

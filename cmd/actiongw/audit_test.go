@@ -83,7 +83,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code = runAudit(t, service, "verify", "-config", cfgPath)
-	wantOutput(t, "audit verify of an edited log", out, code, 1, "audit.jsonl line 2: edited", "run: actiongw audit seal")
+	wantOutput(t, "audit verify of an edited log", out, code, 1, "good up to record 1; then:", "audit.jsonl line 2: edited", "run: actiongw audit seal")
 }
 
 // TestAuditSealCommand seals a log damaged by a line longer than any
@@ -97,7 +97,7 @@ func TestAuditSealCommand(t *testing.T) {
 	fmt.Fprintf(f, `{"seq":4,"command":"%s"}`+"\n", strings.Repeat(`\u003c`, 4<<20))
 	f.Close()
 	out, code := runAudit(t, service, "verify", "-config", cfgPath)
-	wantOutput(t, "audit verify of a long line", out, code, 1, "records 1 to 3 check out", "audit.jsonl line 4: the line is", "longer than any record", "run: actiongw audit seal")
+	wantOutput(t, "audit verify of a long line", out, code, 1, "good up to record 3; then:", "audit.jsonl line 4: the line is", "longer than any record", "run: actiongw audit seal")
 
 	out, code = runAudit(t, service, "seal", "-config", cfgPath)
 	wantOutput(t, "audit seal", out, code, 0, "damage: "+path+" line 4", "moved the damaged log's files to", "good up to record 3", "restart any actiongw serve")

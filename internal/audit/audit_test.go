@@ -3,8 +3,11 @@ package audit
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -439,5 +442,20 @@ func TestAuditTornLine(t *testing.T) {
 	}
 	if _, err := VerifyWith(context.Background(), path, VerifyOptions{Key: testKey}); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestAuditKeyNeverPrints(t *testing.T) {
+	opts := VerifyOptions{Key: testKey}
+	var logged strings.Builder
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("open", "opts", opts, "key", opts.Key)
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("open", "opts", opts, "key", opts.Key)
+	shown := []string{fmt.Sprint(Options{Key: testKey}), fmt.Sprintf("%+v %#v %x %q %s %v", opts, opts, opts.Key, opts.Key, opts.Key, []any{opts.Key}), logged.String()}
+	for _, got := range shown {
+		for _, form := range []string{string(testKey), hex.EncodeToString(testKey), base64.StdEncoding.EncodeToString(testKey), "107 107"} {
+			if strings.Contains(got, form) {
+				t.Errorf("the key shows in %q", got)
+			}
+		}
 	}
 }

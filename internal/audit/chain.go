@@ -152,9 +152,6 @@ type link struct {
 	MAC      string   `json:"mac"`
 }
 
-// errSealedMidway is a seal record where the chain goes on.
-var errSealedMidway = errors.New("a seal record where the chain goes on")
-
 // add checks line, the next line of file (line number n), and takes it
 // into the chain. It returns a *DamagedError for a line that does not
 // continue the chain.
@@ -175,7 +172,7 @@ func (c *chain) add(line []byte, file string, n int) error {
 	case rec.Kind == KindSeal && (rec.Seq != 1 || rec.Prev != "" || rec.Sealed == nil):
 		return bad("a seal record that does not start a chain")
 	case rec.Kind == KindSeal && c.seq != 0:
-		return fmt.Errorf("%w: %w", errSealedMidway, bad("a seal record where record %d belongs: the log was sealed", c.seq+1))
+		return bad("a seal record where record %d belongs: a chain is sealed by moving all its files aside", c.seq+1)
 	case rec.Seq != c.seq+1:
 		return bad("sequence %d where %d belongs: a record was removed, inserted or reordered", rec.Seq, c.seq+1)
 	case rec.Prev != c.hash && c.seq == 0:

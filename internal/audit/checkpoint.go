@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,9 +28,26 @@ func CheckpointName(stateDir string) string {
 	return "actiongw-audit-checkpoint-" + hex.EncodeToString(sum[:8])
 }
 
+// Key is the key of a keyed log: any bytes, as kept in the keyring. It
+// prints as "[audit key]" in every format, in slog and in JSON, so that
+// options printed or logged show no key.
+type Key []byte
+
+const keyShown = "[audit key]"
+
+// Format writes "[audit key]" for every verb.
+func (Key) Format(f fmt.State, verb rune) { f.Write([]byte(keyShown)) }
+
+// LogValue makes slog log "[audit key]".
+func (Key) LogValue() slog.Value { return slog.StringValue(keyShown) }
+
+// MarshalText makes JSON (and slog's JSON of a struct that holds a Key)
+// show "[audit key]".
+func (Key) MarshalText() ([]byte, error) { return []byte(keyShown), nil }
+
 // NewKey returns a new audit key: 32 random bytes, as 64 hex characters,
 // the form in which it is kept in the keyring and passed as Options.Key.
-func NewKey() []byte {
+func NewKey() Key {
 	b := make([]byte, 32)
 	rand.Read(b) // never fails; see crypto/rand
 	return []byte(hex.EncodeToString(b))

@@ -30,7 +30,7 @@ type Options struct {
 	// end, unseen. nil writes an unkeyed chain, which anyone who can write
 	// the state directory can rewrite with recomputed hashes; a log that
 	// is keyed already is then refused with ErrNoKey.
-	Key []byte
+	Key Key
 	// Checkpoint is the last checkpoint SaveCheckpoint saved, as read back
 	// from where it was kept; nil when there is none (the first start, no
 	// keyring). OpenWith refuses a log that does not contain it: one that

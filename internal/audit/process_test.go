@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/actiongw/actiongw/internal/owner"
 )
 
@@ -28,7 +30,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Every Log's checkpoint saver stops by Close.
+	goleak.VerifyTestMain(m)
 }
 
 // helper is a process appending to the log at $AUDIT_TEST_PATH, keyed with

@@ -267,7 +267,7 @@ type signer struct {
 	id string
 }
 
-func newSigner(key []byte) *signer {
+func newSigner(key Key) *signer {
 	if key == nil {
 		return nil
 	}

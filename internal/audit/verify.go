@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -12,7 +11,7 @@ import (
 type VerifyOptions struct {
 	// Key checks the MACs of the keyed records and of the head file; nil
 	// leaves them unchecked, and the Report says what that leaves open.
-	Key []byte
+	Key Key
 	// Checkpoint is the one saved outside the state directory; nil when
 	// there is none.
 	Checkpoint *Checkpoint
@@ -278,6 +277,3 @@ func (r *Report) String() string {
 	}
 	return b.String()
 }
-
-// errNothingToSeal is returned by Seal for a log that verifies.
-var errNothingToSeal = errors.New("the audit log verifies: there is nothing to seal")
