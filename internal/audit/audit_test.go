@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -457,5 +458,33 @@ func TestAuditKeyNeverPrints(t *testing.T) {
 				t.Errorf("the key shows in %q", got)
 			}
 		}
+	}
+}
+
+// TestAuditRotationFailureGoesOn makes the directory immutable, so that
+// no rename works: appends go on in the active file, and the failure is
+// logged once.
+func TestAuditRotationFailureGoesOn(t *testing.T) {
+	if _, err := exec.LookPath("chattr"); err != nil || os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("needs root and chattr")
+		}
+		t.Skip("needs root and chattr")
+	}
+	var logged strings.Builder
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	a := reopen(t, path, Options{RotateBytes: 1024, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i: %v %s (a file system without immutable files)", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	appendN(t, a, 20)
+	a.Close()
+	if n, err := Verify(path); err != nil || n != 20 {
+		t.Fatalf("Verify = %d, %v; want 20 records", n, err)
+	}
+	if got := strings.Count(logged.String(), "not rotated"); got != 1 {
+		t.Errorf("logged %d warnings; want 1:\n%s", got, &logged)
 	}
 }

@@ -94,9 +94,11 @@ type Log struct {
 	ch       chain
 	torn     *Record // a repair record to write for a torn line sync found
 	failed   error   // once set, every Append returns it
-	saver    *saver
-	unsaved  int       // records since the last checkpoint offered
-	savedAt  time.Time // when it was
+	// rotateWarned is set once a failed rotation was logged.
+	rotateWarned bool
+	saver        *saver
+	unsaved      int       // records since the last checkpoint offered
+	savedAt      time.Time // when it was
 }
 
 // batch is records that are committed together.
@@ -394,8 +396,11 @@ func (a *Log) commit(recs []*Record) error {
 	if err := a.sync(); err != nil {
 		return err
 	}
-	if err := a.rotate(); err != nil {
-		a.opts.Logger.Warn("audit log: not rotated; appending to the active file", "path", a.path, "error", err)
+	if err := a.rotate(); err != nil && !a.rotateWarned {
+		// Said once: it is tried again at every commit, and on Windows
+		// it fails for as long as another process holds the file open.
+		a.opts.Logger.Warn("audit log: not rotated; appending to the active file, and trying again at every append", "path", a.path, "error", err)
+		a.rotateWarned = true
 	}
 	return a.write(recs)
 }
