@@ -18,6 +18,7 @@ import (
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/redact"
+	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
 )
 
@@ -42,10 +43,13 @@ type Gateway struct {
 	log   *slog.Logger
 	red   *redact.Redactor
 	spool *output.Spool
-	audit *audit.Log
-	ssh   *sshexec.Pool
-	http  *httpact.Client
-	limit *limiter
+	audit *audit.Log // nil when auditBroken is set
+	// auditBroken is why the audit log cannot be written (damaged, or its
+	// key is missing): every action is refused with it.
+	auditBroken error
+	ssh         *sshexec.Pool
+	http        *httpact.Client
+	limit       *limiter
 
 	sshTargets    map[string]*sshTarget
 	httpEndpoints map[string]*httpEndpoint
@@ -66,7 +70,15 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tg, known := loadTargets(ctx, cfg, opts.Secrets, log)
+	store := opts.Secrets
+	if store == nil {
+		store = &secrets.Keyring{}
+	}
+	tg, known := loadTargets(ctx, cfg, store, log)
+	key := auditKey(ctx, store, log)
+	if key != nil {
+		known = append(known, redact.Secret{Name: audit.KeyName, Value: key})
+	}
 	red, err := redact.New(known)
 	if err != nil {
 		return nil, err
@@ -83,7 +95,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	auditLog, err := audit.Open(audit.Path(s.StateDir), red.RedactString)
+	auditLog, broken, err := openAudit(ctx, cfg, store, key, red.RedactString, log)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +107,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		perTarget[name] = e.MaxConcurrent
 	}
 	g := &Gateway{
-		cfg: cfg, log: log, red: red, spool: spool, audit: auditLog,
+		cfg: cfg, log: log, red: red, spool: spool, audit: auditLog, auditBroken: broken,
 		ssh: sshexec.NewPool(log), http: httpact.NewClient(log),
 		limit:         newLimiter(s.MaxConcurrentActions, perTarget, s.QueueWait),
 		sshTargets:    tg.ssh,
@@ -137,7 +149,11 @@ func (g *Gateway) Close() error {
 	g.cancel(ErrShutdown)
 	g.wg.Wait()
 	g.http.Close()
-	return errors.Join(g.ssh.Close(), g.audit.Close())
+	err := g.ssh.Close()
+	if g.audit != nil {
+		err = errors.Join(err, g.audit.Close())
+	}
+	return err
 }
 
 // ToolResult is what a tool call returns: the structured result, a short

@@ -237,8 +237,8 @@ func TestGatewayAuditsEveryAction(t *testing.T) {
 			t.Errorf("audit log lacks %s:\n%s", want, log)
 		}
 	}
-	if n := strings.Count(log, "\n"); n != 4 {
-		t.Errorf("audit log has %d records; want 4 (intent and outcome of two actions)", n)
+	if n := strings.Count(log, "\n"); n != 5 {
+		t.Errorf("audit log has %d records; want 5 (the key record, then intent and outcome of two actions)", n)
 	}
 }
 

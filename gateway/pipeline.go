@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
@@ -80,6 +79,9 @@ func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
 // status, the audit outcome and the result. An action that does not start
 // is audited as such and returned as a failure that says why.
 func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolResult {
+	if g.auditBroken != nil {
+		return g.failure("no action can run while the audit log cannot be written: %v", g.auditBroken)
+	}
 	intent := &a.intent
 	if err := a.check(intent); err != nil {
 		var de *policy.DeniedError
@@ -261,8 +263,11 @@ func (g *Gateway) result(structured any, isError bool, auditErr error, what, han
 // space by evicting the oldest finished actions from the spool and tries
 // once more: the trail matters more than old output.
 func (g *Gateway) appendAudit(rec *audit.Record) error {
+	if g.auditBroken != nil {
+		return g.auditBroken
+	}
 	err := g.audit.Append(rec)
-	if errors.Is(err, syscall.ENOSPC) {
+	if errors.Is(err, audit.ErrDiskFull) {
 		if freed := g.spool.Reclaim(auditReclaimBytes); freed > 0 {
 			g.log.Warn("the state disk is full: evicted finished actions from the spool to write the audit log", "freed_bytes", freed)
 			err = g.audit.Append(rec)

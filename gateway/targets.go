@@ -54,14 +54,11 @@ type targets struct {
 	http map[string]*httpEndpoint
 }
 
-// loadTargets reads every secret cfg references from store (nil: the OS
-// keyring) and builds the targets. It also returns what the redactor must
+// loadTargets reads every secret cfg references from store and builds the
+// targets. It also returns what the redactor must
 // know: every loaded value, and the "user:password" of Basic auth, whose
 // base64 form an echoing server would otherwise reflect unredacted.
 func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger) (*targets, []redact.Secret) {
-	if store == nil {
-		store = &secrets.Keyring{}
-	}
 	values, errs := loadSecrets(ctx, store, cfg.SecretNames())
 	for name, err := range errs {
 		log.Warn("secret not loaded; targets that use it will fail", "secret", name, "error", err)

@@ -3,6 +3,7 @@ package secrets
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode"
 )
 
@@ -59,6 +60,25 @@ const MaxNameBytes = 128
 // spaces, slashes or backslashes, so it reads unambiguously in an error
 // message, a log line or a table.
 func CheckName(name string) error {
+	return checkName(name)
+}
+
+// ReservedPrefix begins the names of the items actiongw keeps for itself
+// (the audit log's key and checkpoints): a config may not name them and
+// `secret set` may not write them, so that neither an agent's target nor
+// a person's typo can read or replace the audit key.
+const ReservedPrefix = "actiongw-audit-"
+
+// CheckUserName is CheckName for a name a person chooses: it also refuses
+// the names actiongw keeps for itself.
+func CheckUserName(name string) error {
+	if strings.HasPrefix(name, ReservedPrefix) {
+		return &NameError{name, fmt.Sprintf("names beginning with %q are actiongw's own", ReservedPrefix)}
+	}
+	return checkName(name)
+}
+
+func checkName(name string) error {
 	if name == "" || len(name) > MaxNameBytes {
 		return &NameError{name, fmt.Sprintf("a name is 1 to %d bytes long", MaxNameBytes)}
 	}

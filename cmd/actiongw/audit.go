@@ -1,43 +1,134 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/secrets"
 )
+
+const auditUsage = `Usage:
+  actiongw audit verify [-config PATH]        check the audit log: every file, its
+                                              head, and with the keyring its macs
+                                              and checkpoint; say what that proves
+  actiongw audit tail [-config PATH] [-n N] [-f]
+                                              print the last N records (across
+                                              rotated files); -f: and follow
+  actiongw audit seal [-config PATH]          move a damaged audit log aside and
+                                              start a new chain that names it
+
+The audit key and the checkpoint are read from the OS keyring (items
+actiongw-audit-key and actiongw-audit-checkpoint-*); without them verify says
+what it could not check.
+`
 
 func (c *cli) audit(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return &usageError{"audit: want verify or tail"}
+		fmt.Fprint(c.stderr, auditUsage)
+		return &usageError{"audit: no subcommand given"}
 	}
 	switch args[0] {
 	case "verify":
-		return c.auditVerify(args[1:])
+		return c.auditVerify(ctx, args[1:])
 	case "tail":
 		return c.auditTail(ctx, args[1:])
+	case "seal":
+		return c.auditSeal(ctx, args[1:])
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, auditUsage)
+		return nil
 	}
-	return &usageError{fmt.Sprintf("audit: unknown subcommand %q (want verify or tail)", args[0])}
+	return &usageError{fmt.Sprintf("audit: unknown subcommand %q (want verify, tail or seal)", args[0])}
 }
 
-func (c *cli) auditVerify(args []string) error {
+func (c *cli) auditVerify(ctx context.Context, args []string) error {
 	fs := c.flags("audit verify", "audit verify [-config PATH]")
 	cfg, err := c.parseConfig(fs, args)
 	if err != nil {
 		return err
 	}
-	path := audit.Path(cfg.Server.StateDir)
-	n, err := audit.Verify(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	opts, note := c.auditKeys(ctx, cfg.Server.StateDir)
+	rep, err := audit.VerifyWith(ctx, audit.Path(cfg.Server.StateDir), opts)
+	if note != "" {
+		fmt.Fprintln(c.stdout, "keyring:", note)
 	}
-	fmt.Fprintf(c.stdout, "%s: %d records, chain intact\n", path, n)
+	var damage *audit.DamagedError
+	if errors.As(err, &damage) && damage.LastSeq > 0 {
+		fmt.Fprintf(c.stdout, "%s: good up to record %d; then:\n", audit.Path(cfg.Server.StateDir), damage.LastSeq)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(c.stdout, rep)
+	return nil
+}
+
+// auditKeys reads the audit key and the checkpoint of stateDir's log from
+// the keyring. What it cannot read it leaves out, and says why in note.
+func (c *cli) auditKeys(ctx context.Context, stateDir string) (opts audit.VerifyOptions, note string) {
+	kr := c.keyring()
+	var nf *secrets.NotFoundError
+	key, err := kr.Get(ctx, audit.KeyName)
+	switch {
+	case errors.As(err, &nf):
+		return opts, fmt.Sprintf("no audit key (item %s): serve has not run with this keyring, so the macs are not checked", audit.KeyName)
+	case err != nil:
+		return opts, fmt.Sprintf("not read (%v), so the macs are not checked", err)
+	}
+	opts.Key = key.Reveal()
+	name := audit.CheckpointName(stateDir)
+	v, err := kr.Get(ctx, name)
+	switch {
+	case errors.As(err, &nf):
+		return opts, fmt.Sprintf("no checkpoint for this state directory (item %s)", name)
+	case err != nil:
+		return opts, fmt.Sprintf("checkpoint %s not read: %v", name, err)
+	}
+	var cp audit.Checkpoint
+	if err := cp.UnmarshalText(v.Reveal()); err != nil {
+		return opts, fmt.Sprintf("checkpoint %s unreadable: %v", name, err)
+	}
+	opts.Checkpoint = &cp
+	return opts, ""
+}
+
+func (c *cli) auditSeal(ctx context.Context, args []string) error {
+	fs := c.flags("audit seal", "audit seal [-config PATH]")
+	cfg, err := c.parseConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	opts, note := c.auditKeys(ctx, cfg.Server.StateDir)
+	if note != "" {
+		fmt.Fprintln(c.stdout, "keyring:", note)
+	}
+	res, err := audit.Seal(ctx, audit.Path(cfg.Server.StateDir), opts)
+	if err != nil {
+		return fmt.Errorf("audit seal: %w", err)
+	}
+	d := res.Damage
+	where := d.File
+	if d.Line > 0 {
+		where = fmt.Sprintf("%s line %d", d.File, d.Line)
+	}
+	fmt.Fprintf(c.stdout, "damage: %s: %s\n", where, d.Reason)
+	fmt.Fprintf(c.stdout, "moved the damaged log's files to %s (good up to record %d)\n", res.Dir, d.LastSeq)
+	fmt.Fprintf(c.stdout, "started a new chain at %s with a seal record that names them\n", audit.Path(cfg.Server.StateDir))
+	name := audit.CheckpointName(cfg.Server.StateDir)
+	if res.Checkpoint != nil {
+		text, _ := res.Checkpoint.MarshalText()
+		err = c.keyring().Set(ctx, name, text)
+	} else if opts.Checkpoint != nil {
+		err = c.keyring().Delete(ctx, name)
+	}
+	if err != nil {
+		return fmt.Errorf("audit seal: the log is sealed, but the keyring still holds the old chain's checkpoint (%s), which serve would take for a truncated log: %w", name, err)
+	}
+	fmt.Fprintln(c.stdout, "restart any actiongw serve that uses this state directory")
 	return nil
 }
 
@@ -49,64 +140,27 @@ func (c *cli) auditTail(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(audit.Path(cfg.Server.StateDir))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	var last []string
-	for {
-		line, err := r.ReadString('\n')
-		if err == io.EOF {
-			break
-		} else if err != nil {
-			return err
-		}
-		last = append(last, line)
-		if len(last) > *n {
-			last = last[1:]
-		}
-	}
-	for _, l := range last {
-		fmt.Fprintln(c.stdout, formatAuditLine(l))
-	}
-	if !*follow {
-		return nil
-	}
-	tick := time.NewTicker(300 * time.Millisecond)
-	defer tick.Stop()
-	var partial string
-	for {
-		line, err := r.ReadString('\n')
-		switch {
-		case err == nil:
-			fmt.Fprintln(c.stdout, formatAuditLine(partial+line))
-			partial = ""
-			continue
-		case err != io.EOF:
-			return err
-		}
-		partial += line
-		select {
-		case <-ctx.Done():
+	return audit.Tail(ctx, audit.Path(cfg.Server.StateDir), *n, *follow, func(r *audit.Record, err error) error {
+		if err != nil {
+			fmt.Fprintf(c.stdout, "(unreadable) %v\n", err)
 			return nil
-		case <-tick.C:
 		}
-	}
+		fmt.Fprintln(c.stdout, formatAuditRecord(r))
+		return nil
+	})
 }
 
-// formatAuditLine renders one record on one readable line.
-func formatAuditLine(line string) string {
-	var r audit.Record
-	if err := json.Unmarshal([]byte(line), &r); err != nil {
-		return "(unreadable record) " + strings.TrimSpace(line)
-	}
+// formatAuditRecord renders one record on one readable line.
+func formatAuditRecord(r *audit.Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s #%d %-7s %s %s handle=%s", r.Time.Format(time.RFC3339), r.Seq, r.Kind, r.Tool, r.Target, r.Handle)
 	add := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(&b, " %s=%q", k, v)
+		if v == "" {
+			return
+		}
+		fmt.Fprintf(&b, " %s=%q", k, v)
+		if cut, ok := r.Cut[k]; ok {
+			fmt.Fprintf(&b, "…(%d bytes, sha256 %.12s…)", cut.Bytes, cut.SHA256)
 		}
 	}
 	add("command", r.Command)
@@ -125,12 +179,15 @@ func formatAuditLine(line string) string {
 	for name, s := range r.Streams {
 		fmt.Fprintf(&b, " %s=%dB", name, s.Bytes)
 	}
-	if r.Kind == "outcome" {
+	if r.Kind == audit.KindOutcome {
 		fmt.Fprintf(&b, " %dms", r.DurationMS)
 	}
 	add("reason", r.Reason)
 	if r.RemoteStopped != nil {
 		fmt.Fprintf(&b, " remote_stopped=%v", *r.RemoteStopped)
+	}
+	if s := r.Sealed; s != nil {
+		fmt.Fprintf(&b, " sealed=%s/%s line=%d last_seq=%d", s.Dir, s.File, s.Line, s.LastSeq)
 	}
 	return b.String()
 }

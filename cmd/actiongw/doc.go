@@ -9,5 +9,5 @@
 //	actiongw secret set|delete NAME   store or remove a secret in the OS keyring
 //	actiongw secret list [-config P]  names the config references, present or not
 //	actiongw check [-config PATH]     validate config, secrets and targets
-//	actiongw audit verify|tail        check or print the audit log
+//	actiongw audit verify|tail|seal   check, print, or seal a damaged audit log
 package main

@@ -68,6 +68,7 @@ Usage:
   actiongw check [-config PATH]     validate config, secrets and targets
   actiongw audit verify [-config P] check the audit log's hash chain
   actiongw audit tail [-n N] [-f]   print recent audit records
+  actiongw audit seal [-config P]   move a damaged audit log aside, start a new chain
   actiongw version                  print the version
   actiongw help                     print this help
 

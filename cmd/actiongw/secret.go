@@ -168,7 +168,7 @@ func (c *cli) secretName(sub string, args []string) (string, error) {
 		return "", &usageError{fmt.Sprintf("secret %s: want a NAME", sub)}
 	}
 	name := fs.Arg(0)
-	if err := secrets.CheckName(name); err != nil {
+	if err := secrets.CheckUserName(name); err != nil {
 		return "", &usageError{fmt.Sprintf("secret %s: %v", sub, err)}
 	}
 	return name, nil

@@ -617,7 +617,7 @@ func checkSecretNames(prefix string, fields map[string]string) []error {
 			errs = append(errs, &FieldError{prefix + "." + field, "holds what looks like a credential; it must name a keyring item (store the value with `actiongw secret set NAME`)"})
 			continue
 		}
-		if err := secrets.CheckName(v); err != nil {
+		if err := secrets.CheckUserName(v); err != nil {
 			errs = append(errs, &FieldError{prefix + "." + field, err.Error()})
 		}
 	}

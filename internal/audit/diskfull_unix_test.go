@@ -1,0 +1,7 @@
+//go:build unix
+
+package audit
+
+import "syscall"
+
+var diskFullErr error = syscall.ENOSPC
