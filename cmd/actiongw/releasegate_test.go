@@ -39,7 +39,7 @@ import (
 // through the real binary over real pipes, a real sshd and a real HTTP
 // server. Run it with
 //
-//	. .ci/keyring.sh && CI=1 go test ./cmd/actiongw -run ReleaseGate -v; keyring_stop
+//	CI=1 go test ./cmd/actiongw -run ReleaseGate -v
 
 const (
 	// gateResultBytes is the content limit of the gate's server: two
