@@ -86,9 +86,7 @@ func TestServeFaultSpoolFull(t *testing.T) {
 
 func TestServeFaultAuditReadOnly(t *testing.T) {
 	testenv.Root(t, "mount, chattr")
-	if _, err := exec.LookPath("chattr"); err != nil {
-		t.Skip("chattr not installed")
-	}
+	testenv.Command(t, "chattr", "e2fsprogs")
 	s := startServed(t, "signal")
 	s.promptly(t) // the audit log exists now
 	auditFile := filepath.Join(s.state, "audit.jsonl")

@@ -277,7 +277,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("skipped: no pseudo-terminal: %v", err)
+		testenv.Missing(t, "a pseudo-terminal", fmt.Sprintf("open /dev/ptmx: %v", err))
 	}
 	t.Cleanup(func() { master.Close() })
 	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {

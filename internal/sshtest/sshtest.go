@@ -106,7 +106,7 @@ func sshdPath(t testing.TB) string {
 	}
 	// Not on a non-root user's PATH, usually.
 	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd"} {
-		if _, err := os.Stat(p); err == nil {
+		if _, err := exec.LookPath(p); err == nil { // an executable file
 			return p
 		}
 	}
