@@ -218,7 +218,9 @@ func TestServeDemoInspector(t *testing.T) {
 	env := freshEnv(t, t.TempDir())
 	inspect := func(args ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		// Generous: each call starts node and the inspector, which takes
+		// tens of seconds on a loaded machine.
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
 		// --no: use the installed package, never fetch one; "--" keeps npm
 		// from taking --cli for its own option.

@@ -61,6 +61,10 @@ type Server struct {
 	// which refuses them ("session signalling requires privilege
 	// separation"); a client must then signal from a second session.
 	Signals bool
+	// PTY reports whether sshd can give User's sessions a terminal: only
+	// a root sshd can make the terminal device the user's
+	// ("chown(/dev/pts/N) failed: Operation not permitted" otherwise).
+	PTY bool
 
 	// ClientKey is an unencrypted OpenSSH private key (PEM) listed in the
 	// server's authorized_keys, for every account sshd may log in.
@@ -154,7 +158,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Host: "127.0.0.1", User: login, Signals: signals, Dir: dir, t: t, sshd: sshd, authKeys: filepath.Join(dir, "authorized_keys")}
+	s := &Server{Host: "127.0.0.1", User: login, Signals: signals, PTY: os.Geteuid() == 0, Dir: dir, t: t, sshd: sshd, authKeys: filepath.Join(dir, "authorized_keys")}
 
 	var hostKeyPaths []string
 	for _, k := range []struct {
@@ -280,6 +284,25 @@ func banner(addr string) bool {
 	c.SetDeadline(time.Now().Add(2 * time.Second))
 	line, _ := bufio.NewReader(c).ReadString('\n')
 	return strings.HasPrefix(line, "SSH-2.0-")
+}
+
+// RequireSignals ends t with testenv.Missing unless sshd delivers "signal"
+// requests in User's sessions (Server.Signals).
+func (s *Server) RequireSignals(t testing.TB) {
+	t.Helper()
+	if !s.Signals {
+		testenv.Missing(t, "sshd signal requests, which OpenSSH refuses for root logins",
+			"run the tests as a non-root user, or as root under CI, where they create the account "+User)
+	}
+}
+
+// RequirePTY ends t with testenv.Missing unless sshd can give User's
+// sessions a terminal (Server.PTY).
+func (s *Server) RequirePTY(t testing.TB) {
+	t.Helper()
+	if !s.PTY {
+		testenv.Missing(t, "sshd terminals, which only a root sshd can hand to its user", "run the tests as root, "+testenv.Setup)
+	}
 }
 
 // Addr is "127.0.0.1:port".

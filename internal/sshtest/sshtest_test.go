@@ -63,10 +63,31 @@ func TestUserDir(t *testing.T) {
 	ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
 }
 
-// TestSignals: Server.Signals says truly whether a "signal" request
-// reaches the command.
-func TestSignals(t *testing.T) {
+// TestPTY: Server.PTY says truly whether sshd gives a session a terminal.
+func TestPTY(t *testing.T) {
 	s := Start(t, Options{})
+	c := dial(t, s)
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	err = sess.RequestPty("xterm", 24, 80, ssh.TerminalModes{})
+	if err == nil {
+		var out []byte
+		out, err = sess.Output("tty")
+		if err == nil && !strings.HasPrefix(string(out), "/dev/") {
+			t.Errorf("tty printed %q; want a terminal device", out)
+		}
+	}
+	if got := err == nil; got != s.PTY {
+		t.Errorf("terminal session works %v (%v); Server.PTY says %v (login user %s)", got, err, s.PTY, s.User)
+	}
+}
+
+// dial logs in to s as its user with golang.org/x/crypto/ssh.
+func dial(t *testing.T, s *Server) *ssh.Client {
+	t.Helper()
 	signer, err := ssh.ParsePrivateKey(s.ClientKey)
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +101,15 @@ func TestSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	sess, err := c.NewSession()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestSignals: Server.Signals says truly whether a "signal" request
+// reaches the command.
+func TestSignals(t *testing.T) {
+	s := Start(t, Options{})
+	sess, err := dial(t, s).NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}
