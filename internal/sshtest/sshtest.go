@@ -291,8 +291,8 @@ func banner(addr string) bool {
 func (s *Server) RequireSignals(t testing.TB) {
 	t.Helper()
 	if !s.Signals {
-		testenv.Missing(t, "sshd signal requests, which OpenSSH refuses for root logins",
-			"run the tests as a non-root user, or as root under CI, where they create the account "+User)
+		t.Log("needs sshd to deliver signal requests, which OpenSSH refuses for root logins")
+		testenv.Missing(t, "the account "+User, accountHow)
 	}
 }
 
@@ -301,7 +301,7 @@ func (s *Server) RequireSignals(t testing.TB) {
 func (s *Server) RequirePTY(t testing.TB) {
 	t.Helper()
 	if !s.PTY {
-		testenv.Missing(t, "sshd terminals, which only a root sshd can hand to its user", "run the tests as root, "+testenv.Setup)
+		testenv.Root(t, "only a root sshd can hand a terminal to its user")
 	}
 }
 
@@ -466,6 +466,9 @@ func marshalKey(t testing.TB, priv any) ([]byte, ssh.Signer) {
 	return pemBytes, signer
 }
 
+// accountHow says how to get a missing account.
+const accountHow = "the tests create it only as root under CI: run `bash .ci/run` as root, or create it yourself with useradd --create-home --shell /bin/sh"
+
 var userMu sync.Mutex
 
 // EnsureUser makes sure the local account name exists, creating it (shell
@@ -477,7 +480,7 @@ var userMu sync.Mutex
 func EnsureUser(t testing.TB, name string) {
 	t.Helper()
 	if _, err := user.Lookup(name); err != nil && (os.Geteuid() != 0 || !testenv.CI()) {
-		testenv.Missing(t, "the account "+name, "the tests create it only as root under CI: run `bash .ci/run` as root")
+		testenv.Missing(t, "the account "+name, accountHow)
 	}
 	userMu.Lock()
 	defer userMu.Unlock()

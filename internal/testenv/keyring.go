@@ -4,8 +4,11 @@ import (
 	"testing"
 )
 
-// Where the Secret Service is missing: the parts to install.
-const secretServicePart = "a Secret Service (gnome-keyring-daemon and dbus-daemon)"
+// Where the Secret Service is missing: the parts, and how to get them.
+const (
+	secretServicePart = "a Secret Service (gnome-keyring-daemon and dbus-daemon)"
+	secretServiceHow  = "install gnome-keyring and dbus-daemon (apt-get install gnome-keyring dbus-daemon), " + Setup
+)
 
 // SecretService makes the tests' own Secret Service the one t talks to,
 // and returns its D-Bus address: the first call in a test process starts a

@@ -18,6 +18,6 @@ func stopSecretService() error { return nil }
 // this system's keyring does not use.
 func Bus(t testing.TB) string {
 	t.Helper()
-	Missing(t, "dbus-daemon", "the keyring tests run on Linux and the BSDs, where the OS keyring is a Secret Service")
+	Missing(t, secretServicePart, "the keyring tests run on Linux and the BSDs, where the OS keyring is a Secret Service")
 	return ""
 }

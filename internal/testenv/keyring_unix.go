@@ -39,7 +39,7 @@ func secretService(t testing.TB) string {
 	t.Helper()
 	for _, prog := range []string{"dbus-daemon", "gnome-keyring-daemon"} {
 		if _, err := exec.LookPath(prog); err != nil {
-			Missing(t, secretServicePart, "install gnome-keyring and dbus-daemon (apt-get install gnome-keyring dbus-daemon), "+Setup)
+			Missing(t, secretServicePart, secretServiceHow)
 		}
 	}
 	keyring.once.Do(func() { keyring.err = startSecretService() })
@@ -111,7 +111,8 @@ func stopSecretService() error {
 func Bus(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		Missing(t, "dbus-daemon", "install dbus-daemon (apt-get install dbus-daemon), "+Setup)
+		// The same line as SecretService's: the same packages fix both.
+		Missing(t, secretServicePart, secretServiceHow)
 	}
 	d, addr, err := startBus(t.TempDir())
 	if err != nil {

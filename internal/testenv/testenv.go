@@ -36,12 +36,13 @@ func Missing(t testing.TB, part, how string) {
 // Setup is how to get every part at once, for the hints.
 const Setup = "or run `bash .ci/run` as root, which installs everything and runs the whole suite"
 
-// Root ends t with Missing unless the tests run as root; why says what the
-// test does that needs it.
+// Root ends t with Missing unless the tests run as root; why, which t
+// logs, says what the test does that needs it.
 func Root(t testing.TB, why string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		Missing(t, "root ("+why+")", "run the tests as root, "+Setup)
+		t.Log("needs root: " + why)
+		Missing(t, "root", "run the tests as root, "+Setup)
 	}
 }
 
