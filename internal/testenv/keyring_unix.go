@@ -212,19 +212,3 @@ func (d *daemon) stop() error {
 	<-d.done
 	return fmt.Errorf("%s did not stop on SIGTERM within 5 s; killed", filepath.Base(d.cmd.Path))
 }
-
-// environWithout is os.Environ less the variables named.
-func environWithout(names ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		drop := false
-		for _, n := range names {
-			drop = drop || k == n
-		}
-		if !drop {
-			env = append(env, kv)
-		}
-	}
-	return env
-}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // inMain is set while Main runs the tests: the helpers that leave
@@ -54,6 +55,10 @@ func Main(m *testing.M, checks ...func() error) {
 	}
 	os.Exit(code)
 }
+
+// leftoverGrace is how long a process the tests stopped may take to go
+// before Main counts it as left behind.
+var leftoverGrace = 10 * time.Second
 
 // needMain fails t when TestMain does not call Main, which cleans up after
 // what called it.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -20,9 +19,6 @@ import (
 func adoptOrphans() bool {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil
 }
-
-// leftoverGrace is how long a process the tests stopped may take to go.
-const leftoverGrace = 10 * time.Second
 
 // noneLeft reports, and kills, the processes below this one that are still
 // running after the tests (zombies do not count: they have ended).

@@ -97,3 +97,19 @@ func Returns(t testing.TB, d time.Duration, what string, f func()) {
 		t.Fatalf("%s did not return within %v", what, d)
 	}
 }
+
+// environWithout is os.Environ less the variables named.
+func environWithout(names ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, n := range names {
+			drop = drop || k == n
+		}
+		if !drop {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
