@@ -4,61 +4,70 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/demo"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 
 const apiToken = "tok-3f9a8b7c6d5e4f"
 
+// The gateway's pipeline (policy, secrets, execute, capture, spool, audit)
+// does not depend on OpenSSH's own behaviour, so these tests run it against
+// the demo sandbox's in-process SSH server, on any machine; sshexec's tests
+// and the release gate prove it against a real sshd.
+
 type fixture struct {
 	gw    *Gateway
 	cfg   *config.Config
-	sshd  *sshtest.Server
 	api   *httptest.Server
 	state string
 }
 
-// newFixture starts a real sshd and a loopback HTTP server that echoes the
-// Authorization header, and a gateway configured for both.
-func newFixture(t *testing.T, extra string) *fixture {
+// newFixture starts the demo sandbox (for its SSH server, which runs
+// commands as the current user) and a loopback HTTP server that echoes the
+// Authorization header, and a gateway configured for both: SSH targets box
+// (which denies "reboot"), single (one action at a time) and nokey (its
+// secret missing), HTTP endpoints api (bearer) and basic.
+func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	sshd := sshtest.Start(t, sshtest.Options{})
+	sb, err := demo.Start(context.Background(), nil)
+	if errors.Is(err, errors.ErrUnsupported) {
+		testenv.Missing(t, "the demo's SSH server", err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	sshd := sb.Config.SSH[demo.SSHTarget]
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Request-Id", "echo:"+r.Header.Get("Authorization"))
 		fmt.Fprintf(w, "path=%s auth=%s\n", r.URL.Path, r.Header.Get("Authorization"))
 	}))
 	t.Cleanup(api.Close)
 	state := t.TempDir()
+	target := func(name, secret, extra string) string {
+		return fmt.Sprintf("[ssh.%s]\nhost = %q\nport = %d\nuser = %q\nkey_secret = %q\nhost_key = %q\n%s\n",
+			name, sshd.Host, sshd.Port, sshd.User, secret, sshd.HostKey, extra)
+	}
 	toml := fmt.Sprintf(`
 [server]
 state_dir = %q
 queue_wait = "300ms"
-[ssh.box]
-host = "127.0.0.1"
-port = %d
-user = %q
-key_secret = "box-key"
-known_hosts = %q
-deny_commands = ["reboot"]
-[ssh.nokey]
-host = "127.0.0.1"
-port = %d
-user = %q
-key_secret = "missing-key"
-known_hosts = %q
+%s%s%s
 [http.api]
 base_url = %q
 methods = ["GET", "POST"]
@@ -71,18 +80,19 @@ auth = "basic"
 user = "deploy"
 password_secret = "api-token"
 allow_private = true
-%s`, state, sshd.Port, sshd.User, sshd.KnownHosts, sshd.Port, sshd.User, sshd.KnownHosts, api.URL, api.URL, extra)
+`, state, target("box", "box-key", `deny_commands = ["reboot"]`), target("single", "box-key", "max_concurrent = 1"),
+		target("nokey", "missing-key", ""), api.URL, api.URL)
 	cfg, err := config.Parse([]byte(toml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := secrets.Memory{"box-key": sshd.ClientKey, "api-token": []byte(apiToken)}
+	store := secrets.Memory{"box-key": sb.Secrets[demo.KeySecret], "api-token": []byte(apiToken)}
 	gw, err := New(context.Background(), Options{Config: cfg, Secrets: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Close() })
-	return &fixture{gw: gw, cfg: cfg, sshd: sshd, api: api, state: state}
+	return &fixture{gw: gw, cfg: cfg, api: api, state: state}
 }
 
 func structured(t *testing.T, r *ToolResult) string {
@@ -95,7 +105,7 @@ func structured(t *testing.T, r *ToolResult) string {
 }
 
 func TestGatewaySSHExec(t *testing.T) {
-	f := newFixture(t, "")
+	f := newFixture(t)
 	ctx := context.Background()
 	r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "echo hello; echo oops >&2; exit 3"}, nil)
 	out, ok := r.Structured.(*SSHExecOutput)
@@ -142,7 +152,7 @@ func TestGatewaySSHExec(t *testing.T) {
 }
 
 func TestGatewayRefusals(t *testing.T) {
-	f := newFixture(t, "")
+	f := newFixture(t)
 	ctx := context.Background()
 	tests := []struct {
 		name string
@@ -151,7 +161,7 @@ func TestGatewayRefusals(t *testing.T) {
 	}{
 		{"unknown target", func() *ToolResult {
 			return f.gw.SSHExec(ctx, SSHExecInput{Target: "web9", Command: "true"}, nil)
-		}, []string{`unknown SSH target "web9"`, "box", "nokey"}},
+		}, []string{`unknown SSH target "web9"`, "box", "nokey", "single"}},
 		{"denied command", func() *ToolResult {
 			return f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "sudo reboot"}, nil)
 		}, []string{"denied by policy", `"box"`, "deny_commands[0]"}},
@@ -201,7 +211,7 @@ func readAudit(t *testing.T, f *fixture) string {
 }
 
 func TestGatewayHTTPRedactsEchoedCredential(t *testing.T) {
-	f := newFixture(t, "")
+	f := newFixture(t)
 	r := f.gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/v1/items", Query: map[string]string{"q": "x"}}, nil)
 	out, ok := r.Structured.(*HTTPRequestOutput)
 	if !ok || r.IsError {
@@ -224,7 +234,7 @@ func TestGatewayHTTPRedactsEchoedCredential(t *testing.T) {
 }
 
 func TestGatewayAuditsEveryAction(t *testing.T) {
-	f := newFixture(t, "")
+	f := newFixture(t)
 	ctx := context.Background()
 	f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "echo " + apiToken}, nil)
 	f.gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "api", Method: "POST", Path: "/x", JSON: map[string]any{"a": 1}}, nil)
@@ -242,38 +252,52 @@ func TestGatewayAuditsEveryAction(t *testing.T) {
 	}
 }
 
+// runSleeper starts a command on target that writes its pid and sleeps,
+// and returns the pid and the channel its result arrives on.
+func runSleeper(t *testing.T, gw *Gateway, ctx context.Context, target string) (int, <-chan *ToolResult) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	done := make(chan *ToolResult, 1)
+	go func() {
+		done <- gw.SSHExec(ctx, SSHExecInput{Target: target, Command: "echo $$ > " + pidFile + "; exec sleep 60"}, nil)
+	}()
+	return sshtest.ReadPID(t, pidFile, 30*time.Second), done
+}
+
 func TestGatewayBusy(t *testing.T) {
-	f := newFixture(t, "")
-	f.gw.limit = newLimiter(16, map[string]int{"box": 1}, 300*time.Millisecond)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	started := make(chan struct{})
-	wg.Go(func() {
-		close(started)
-		f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "sleep 2"}, nil)
-	})
-	<-started
-	time.Sleep(500 * time.Millisecond)
-	r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "true"}, nil)
+	f := newFixture(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	pid, first := runSleeper(t, f.gw, ctx, "single")
+	// The sleeper holds single's one slot: a second call waits queue_wait
+	// for it and gives up.
+	r := f.gw.SSHExec(context.Background(), SSHExecInput{Target: "single", Command: "true"}, nil)
 	if !r.IsError || !strings.Contains(r.Text, "busy") {
 		t.Errorf("second call on a full target: %q; want a busy error", r.Text)
 	}
 	// Another target is not held up.
-	if r := f.gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/"}, nil); r.IsError {
-		t.Errorf("call to another target: %s", r.Text)
+	if r := f.gw.SSHExec(context.Background(), SSHExecInput{Target: "box", Command: "true"}, nil); r.IsError {
+		t.Errorf("call to another SSH target: %s", r.Text)
 	}
-	wg.Wait()
+	if r := f.gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/"}, nil); r.IsError {
+		t.Errorf("call to an HTTP endpoint: %s", r.Text)
+	}
+	cancel(errors.New("test: done with the sleeper"))
+	if out := (<-first).Structured.(*SSHExecOutput); out.Status != "cancelled" {
+		t.Errorf("the sleeper: status %s; want cancelled", out.Status)
+	}
+	if !sshtest.WaitGone(pid, 30*time.Second) {
+		t.Errorf("the sleeper %d still runs after its cancel", pid)
+	}
+	// Its slot is free again.
+	if r := f.gw.SSHExec(context.Background(), SSHExecInput{Target: "single", Command: "true"}, nil); r.IsError {
+		t.Errorf("call after the slot was freed: %s", r.Text)
+	}
 }
 
 func TestGatewayCloseCancelsRunningActions(t *testing.T) {
-	f := newFixture(t, "")
-	pidFile := filepath.Join("/tmp", fmt.Sprintf("gw-close-%d.pid", time.Now().UnixNano()))
-	t.Cleanup(func() { os.Remove(pidFile) })
-	done := make(chan *ToolResult)
-	go func() {
-		done <- f.gw.SSHExec(context.Background(), SSHExecInput{Target: "box", Command: "echo $$ > " + pidFile + "; exec sleep 60"}, nil)
-	}()
-	pid := sshtest.ReadPID(t, pidFile, 10*time.Second)
+	f := newFixture(t)
+	pid, done := runSleeper(t, f.gw, context.Background(), "box")
 	if err := f.gw.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -282,7 +306,7 @@ func TestGatewayCloseCancelsRunningActions(t *testing.T) {
 	if out.Status != "cancelled" || !strings.Contains(out.Reason, "shutting down") {
 		t.Errorf("status %s reason %q; want cancelled by shutdown", out.Status, out.Reason)
 	}
-	if !sshtest.WaitGone(pid, 5*time.Second) {
+	if !sshtest.WaitGone(pid, 30*time.Second) {
 		t.Errorf("remote sleep %d still running after Close", pid)
 	}
 	if out.RemoteStopped == nil || !*out.RemoteStopped {
@@ -294,7 +318,7 @@ func TestGatewayCloseCancelsRunningActions(t *testing.T) {
 }
 
 func TestGatewayRedactsEchoedBasicAuth(t *testing.T) {
-	f := newFixture(t, "")
+	f := newFixture(t)
 	r := f.gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: "basic", Method: "GET", Path: "/"}, nil)
 	out, ok := r.Structured.(*HTTPRequestOutput)
 	if !ok {

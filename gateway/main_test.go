@@ -4,9 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
-// No goroutine may outlive the action or the gateway that started it.
+// No goroutine may outlive the action or the gateway that started it, and
+// no process the commands started may outlive the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testenv.Main(m, func() error { return goleak.Find() })
 }

@@ -9,46 +9,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
 
-// binPath is the real actiongw binary, built once with the test-only tools.
-var binPath string
+// TestMain removes the binary and checks that no server process is left.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "actiongw-mcpserver-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binPath = filepath.Join(dir, "actiongw")
-	build := exec.Command("go", "build", "-tags", "testtools", "-o", binPath, "github.com/actiongw/actiongw/cmd/actiongw")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building actiongw:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// binary is the real actiongw binary, with the test-only tools.
+func binary(t *testing.T) string { return testenv.Actiongw(t, "testtools") }
 
 // writeConfig writes a config with the given wire limit (0: default) and
 // extra TOML, and returns its path.
@@ -67,8 +39,8 @@ func writeConfig(t *testing.T, maxFrame int, extra string) string {
 }
 
 // serverCmd returns the command that serves MCP with the given config.
-func serverCmd(configPath string, stderr *syncbuf.Buffer) *exec.Cmd {
-	cmd := exec.Command(binPath, "serve", "-config", configPath)
+func serverCmd(t *testing.T, configPath string, stderr *syncbuf.Buffer) *exec.Cmd {
+	cmd := exec.Command(binary(t), "serve", "-config", configPath)
 	cmd.Env = append(os.Environ(), "ACTIONGW_CONFIG=")
 	cmd.Stderr = stderr
 	return cmd
@@ -84,7 +56,7 @@ type server struct {
 func startServer(t *testing.T, ctx context.Context, maxFrame int, opts mcphost.Options) *server {
 	t.Helper()
 	stderr := &syncbuf.Buffer{}
-	c, err := mcphost.Start(ctx, serverCmd(writeConfig(t, maxFrame, ""), stderr), opts)
+	c, err := mcphost.Start(ctx, serverCmd(t, writeConfig(t, maxFrame, ""), stderr), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

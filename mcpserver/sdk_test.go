@@ -30,7 +30,7 @@ allow_private = true
 func TestSDKClient(t *testing.T) {
 	ctx := testContext(t)
 	stderr := &syncbuf.Buffer{}
-	cmd := serverCmd(writeConfig(t, 0, targetsTOML), stderr)
+	cmd := serverCmd(t, writeConfig(t, 0, targetsTOML), stderr)
 	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

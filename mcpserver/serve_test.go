@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +31,24 @@ const initFrames = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 {"jsonrpc":"2.0","method":"notifications/initialized","params":{}}
 `
 
-// startServe runs Serve in process over real pipes.
-func startServe(t *testing.T, ctx context.Context) (hostIn *os.File, hostOut *bufio.Reader, done chan error) {
+// watchedFile is a pipe whose writes announce themselves: a write larger
+// than the pipe holds, to a pipe nobody reads, is stuck once it has begun.
+type watchedFile struct {
+	*os.File // for SetWriteDeadline, which Serve uses to interrupt a write
+	bigWrite chan struct{}
+	once     sync.Once
+}
+
+func (f *watchedFile) Write(p []byte) (int, error) {
+	if len(p) > 1<<20 {
+		f.once.Do(func() { close(f.bigWrite) })
+	}
+	return f.File.Write(p)
+}
+
+// startServe runs Serve in process over real pipes. Its stdout closes
+// bigWrite when a write of more than 1 MiB begins.
+func startServe(t *testing.T, ctx context.Context) (hostIn *os.File, hostOut *bufio.Reader, bigWrite <-chan struct{}, done chan error) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -41,9 +58,10 @@ func startServe(t *testing.T, ctx context.Context) (hostIn *os.File, hostOut *bu
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := &watchedFile{File: outW, bigWrite: make(chan struct{})}
 	done = make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, inR, outW, Options{Config: config.Default(), Version: "test"})
+		done <- Serve(ctx, inR, out, Options{Config: config.Default(), Version: "test"})
 	}()
 	t.Cleanup(func() {
 		inW.Close()
@@ -54,7 +72,7 @@ func startServe(t *testing.T, ctx context.Context) (hostIn *os.File, hostOut *bu
 	if _, err := inW.WriteString(initFrames); err != nil {
 		t.Fatal(err)
 	}
-	return inW, bufio.NewReader(outR), done
+	return inW, bufio.NewReader(outR), out.bigWrite, done
 }
 
 func waitServe(t *testing.T, done chan error) error {
@@ -70,7 +88,7 @@ func waitServe(t *testing.T, done chan error) error {
 
 func TestServeEndsAtEOF(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	hostIn, hostOut, done := startServe(t, context.Background())
+	hostIn, hostOut, _, done := startServe(t, context.Background())
 	if line, err := hostOut.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
 		t.Fatalf("initialize: got %q, %v", line, err)
 	}
@@ -91,11 +109,17 @@ func TestServeEndsAtEOF(t *testing.T) {
 func TestServeCancelWhileBlocked(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	hostIn, _, done := startServe(t, ctx)
+	hostIn, _, bigWrite, done := startServe(t, ctx)
 	if _, err := hostIn.WriteString(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{}}}` + "\n"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let the writer block on the full pipe
+	// The 4 MiB answer cannot fit the pipe: once its write has begun, it
+	// is stuck until Serve interrupts it.
+	select {
+	case <-bigWrite:
+	case <-time.After(time.Minute):
+		t.Fatal("the big answer was never written")
+	}
 	stop := errors.New("test stop")
 	cancel(stop)
 	if err := waitServe(t, done); !errors.Is(err, stop) {

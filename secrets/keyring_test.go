@@ -6,36 +6,26 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 // TestMain checks that no keyring call leaves a goroutine behind, even one
-// that a context ended.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// need skips the test, or fails it under CI, when something it needs from
-// the machine is missing.
-func need(t testing.TB, what string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("missing %s", what)
-	}
-	t.Skipf("skipped: needs %s", what)
+// that a context ended, and stops the tests' Secret Service.
+func TestMain(m *testing.M) {
+	testenv.Main(m, func() error { return goleak.Find() })
 }
 
-// realKeyring returns a Keyring on the private Secret Service that
-// .ci/keyring.sh starts, under a service name of its own, so that the test
-// cannot touch anyone's items.
+// realKeyring returns a Keyring on the tests' own Secret Service (see
+// testenv.SecretService), under a service name of its own.
 func realKeyring(t testing.TB) *Keyring {
 	t.Helper()
-	if os.Getenv("ACTIONGW_TEST_SECRET_SERVICE") == "" {
-		need(t, "a private Secret Service: run `. .ci/keyring.sh` first (gnome-keyring, dbus-daemon)")
-	}
+	testenv.SecretService(t)
 	return &Keyring{Service: "actiongw-test-" + rand.Text()[:10]}
 }
 
@@ -120,9 +110,7 @@ func TestSetReplaces(t *testing.T) {
 // and Get reads what secret-tool stored.
 func TestSecretToolInterop(t *testing.T) {
 	k := realKeyring(t)
-	if _, err := exec.LookPath("secret-tool"); err != nil {
-		need(t, "secret-tool (apt-get install libsecret-tools)")
-	}
+	secretTool := testenv.Command(t, "secret-tool", "libsecret-tools")
 	ctx := t.Context()
 	t.Cleanup(func() {
 		k.Delete(context.Background(), "written-by-set")
@@ -132,12 +120,12 @@ func TestSecretToolInterop(t *testing.T) {
 	if err := k.Set(ctx, "written-by-set", value); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(ctx, "secret-tool", "lookup", "service", k.Service, "username", "written-by-set").Output()
+	out, err := exec.CommandContext(ctx, secretTool, "lookup", "service", k.Service, "username", "written-by-set").Output()
 	if err != nil || !bytes.Equal(out, value) {
 		t.Errorf("secret-tool lookup: got %q, %v; want %q", out, err, value)
 	}
 
-	store := exec.CommandContext(ctx, "secret-tool", "store", "--label=test", "service", k.Service, "username", "written-by-secret-tool")
+	store := exec.CommandContext(ctx, secretTool, "store", "--label=test", "service", k.Service, "username", "written-by-secret-tool")
 	store.Stdin = bytes.NewReader(value)
 	if out, err := store.CombinedOutput(); err != nil {
 		t.Fatalf("secret-tool store: %v: %s", err, out)

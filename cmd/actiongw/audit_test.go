@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -113,7 +114,7 @@ func TestAuditSealCommand(t *testing.T) {
 // checkpoint in the keyring, as serve keeps them: verify proves more, and
 // finds the log emptied, which the files alone cannot show.
 func TestAuditKeyringCommands(t *testing.T) {
-	needKeyring(t)
+	testenv.SecretService(t)
 	ctx := context.Background()
 	service := "actiongw-test-" + randomHex(t, 6)
 	kr := &secrets.Keyring{Service: service}

@@ -14,11 +14,12 @@ import (
 	"testing"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 
 func TestCheck(t *testing.T) {
-	needKeyring(t)
+	testenv.SecretService(t)
 	sshd := sshtest.Start(t, sshtest.Options{})
 	service := "actiongw-test-" + randomHex(t, 6)
 	kr := &secrets.Keyring{Service: service}

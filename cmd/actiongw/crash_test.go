@@ -17,6 +17,7 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 // remotePIDFile is a file for a remote command to write its pid to, removed
@@ -94,7 +95,7 @@ func TestServeTargetQueue(t *testing.T) {
 			})
 			release := remotePIDFile(t) // the long command ends when this file appears
 			long := s.start(t, "ssh_exec", map[string]any{"target": "narrow", "command": "while [ ! -e " + release + " ]; do sleep 0.1; done; echo long done"})
-			waitUntil(t, 20*time.Second, "the long command to run", func() bool { return s.health(t).ActiveActions == 1 })
+			testenv.WaitFor(t, 20*time.Second, "the long command to run", func() bool { return s.health(t).ActiveActions == 1 })
 
 			var wg sync.WaitGroup
 			results := make([]*mcp.CallToolResult, 3)

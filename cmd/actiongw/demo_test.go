@@ -18,6 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 // freshEnv is an environment like a fresh machine's: no config, no state,
@@ -36,15 +38,10 @@ func TestDemo(t *testing.T) {
 	cmd.Env = freshEnv(t, root)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
 	err := cmd.Run()
-	took := time.Since(began)
-	t.Logf("actiongw demo took %v:\n%s", took, stdout.String())
+	t.Logf("actiongw demo:\n%s", stdout.String())
 	if err != nil {
 		t.Fatalf("actiongw demo: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if took > 30*time.Second {
-		t.Errorf("the demo took %v; want well under 30s", took)
 	}
 	for _, want := range []string{
 		"listen on 127.0.0.1 only",
@@ -118,7 +115,7 @@ func TestServeDemoSDKClient(t *testing.T) {
 	bin := actiongwBinary(t)
 	cmd := exec.Command(bin, "serve", "-demo")
 	cmd.Env = freshEnv(t, t.TempDir())
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-demo-test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
@@ -215,16 +212,15 @@ func TestServeDemoUsage(t *testing.T) {
 // @modelcontextprotocol/inspector@0.15.0, the last release for Node 20).
 func TestServeDemoInspector(t *testing.T) {
 	if _, err := exec.LookPath("npx"); err != nil || !inspectorInstalled() {
-		if os.Getenv("CI") != "" {
-			t.Fatal("missing npx or the MCP Inspector: .ci/run installs them")
-		}
-		t.Skip("skipped: needs npx and the MCP Inspector: npm install -g @modelcontextprotocol/inspector@0.15.0")
+		testenv.Missing(t, "the MCP Inspector", "install Node.js and npm, then npm install -g @modelcontextprotocol/inspector@0.15.0, "+testenv.Setup)
 	}
 	bin := actiongwBinary(t)
 	env := freshEnv(t, t.TempDir())
 	inspect := func(args ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		// Generous: each call starts node and the inspector, which takes
+		// tens of seconds on a loaded machine.
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
 		// --no: use the installed package, never fetch one; "--" keeps npm
 		// from taking --cli for its own option.

@@ -16,17 +16,8 @@ import (
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/proc"
+	"github.com/actiongw/actiongw/internal/testenv"
 )
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("fault tests need root (mount, chattr)")
-		}
-		t.Skip("fault tests need root (mount, chattr)")
-	}
-}
 
 func TestServeFaultSSHDKilled(t *testing.T) {
 	s := startServed(t, "signal")
@@ -65,7 +56,7 @@ func TestServeFaultSSHDKilled(t *testing.T) {
 }
 
 func TestServeFaultSpoolFull(t *testing.T) {
-	needRoot(t)
+	testenv.Root(t, "mount, chattr")
 	s := startServedWith(t, servedOptions{prepare: func(state string) {
 		spool := filepath.Join(state, "spool")
 		if err := os.MkdirAll(spool, 0o700); err != nil {
@@ -94,10 +85,8 @@ func TestServeFaultSpoolFull(t *testing.T) {
 }
 
 func TestServeFaultAuditReadOnly(t *testing.T) {
-	needRoot(t)
-	if _, err := exec.LookPath("chattr"); err != nil {
-		t.Skip("chattr not installed")
-	}
+	testenv.Root(t, "mount, chattr")
+	testenv.Command(t, "chattr", "e2fsprogs")
 	s := startServed(t, "signal")
 	s.promptly(t) // the audit log exists now
 	auditFile := filepath.Join(s.state, "audit.jsonl")

@@ -1,44 +1,15 @@
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
-// built is the binary the tests run, built once per test process.
-var built struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-	out  []byte
-}
+// actiongwBinary is the command, built once per test process, for a test
+// that runs it as a person would.
+func actiongwBinary(t testing.TB) string { return testenv.Actiongw(t) }
 
-// actiongwBinary builds the command for a test that runs it as a person
-// would.
-func actiongwBinary(t testing.TB) string {
-	t.Helper()
-	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "actiongw-bin-")
-		if built.err != nil {
-			return
-		}
-		built.path = filepath.Join(built.dir, "actiongw")
-		built.out, built.err = exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
-	})
-	if built.err != nil {
-		t.Fatalf("go build: %v\n%s", built.err, built.out)
-	}
-	return built.path
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
+// TestMain stops the tests' Secret Service and removes the binaries after
+// the tests, and fails the run if a process they started still runs.
+func TestMain(m *testing.M) { testenv.Main(m) }

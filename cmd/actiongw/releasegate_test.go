@@ -29,6 +29,8 @@ import (
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/mcpserver"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
@@ -37,7 +39,7 @@ import (
 // through the real binary over real pipes, a real sshd and a real HTTP
 // server. Run it with
 //
-//	. .ci/keyring.sh && CI=1 go test ./cmd/actiongw -run ReleaseGate -v; keyring_stop
+//	CI=1 go test ./cmd/actiongw -run ReleaseGate -v
 
 const (
 	// gateResultBytes is the content limit of the gate's server: two
@@ -197,33 +199,11 @@ func startGate(t *testing.T, api *gateAPI) *gateServed {
 	return &gateServed{startServedWith(t, servedOptions{server: limits, tables: api.endpointTOML()}), api}
 }
 
-// testtoolsBuilt is the binary with the test-only emit tool, next to the
-// one actiongwBinary builds, so TestMain removes both.
-var testtoolsBuilt struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-func testtoolsBinary(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Dir(actiongwBinary(t))
-	testtoolsBuilt.once.Do(func() {
-		testtoolsBuilt.path = filepath.Join(dir, "actiongw-testtools")
-		testtoolsBuilt.out, testtoolsBuilt.err = exec.Command("go", "build", "-tags", "testtools", "-o", testtoolsBuilt.path, ".").CombinedOutput()
-	})
-	if testtoolsBuilt.err != nil {
-		t.Fatalf("go build -tags testtools: %v\n%s", testtoolsBuilt.err, testtoolsBuilt.out)
-	}
-	return testtoolsBuilt.path
-}
-
 // transportHost is `actiongw serve` built with the emit tool, with the gate's
 // endpoint and a small wire limit; it collects the server's null-id errors.
 type transportHost struct {
 	client *mcphost.Client
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	api    *gateAPI
 	errs   chan *jsonrpc.Error
 }
@@ -237,8 +217,8 @@ func startTransportHost(t *testing.T, api *gateAPI) *transportHost {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := &transportHost{stderr: &lockedBuffer{}, api: api, errs: make(chan *jsonrpc.Error, 64)}
-	cmd := exec.Command(testtoolsBinary(t), "serve", "-config", path)
+	h := &transportHost{stderr: &syncbuf.Buffer{}, api: api, errs: make(chan *jsonrpc.Error, 64)}
+	cmd := exec.Command(testenv.Actiongw(t, "testtools"), "serve", "-config", path)
 	cmd.Env = append(os.Environ(), "ACTIONGW_CONFIG=", "ACTIONGW_KEYRING_SERVICE=actiongw-gate-"+randomHex(t, 6))
 	cmd.Stderr = h.stderr
 	var err error
@@ -762,7 +742,7 @@ func (g *gateServed) noisyStderr(t *testing.T) {
 		g.health(t)
 		var log string
 		var lines []string
-		waitUntil(t, 10*time.Second, "the flood on the server's stderr", func() bool {
+		testenv.WaitFor(t, 10*time.Second, "the flood on the server's stderr", func() bool {
 			log = g.stderr.String()[logBefore:]
 			lines = strings.Split(strings.TrimSuffix(log, "\n"), "\n")
 			return len(lines) >= 2*noise
@@ -875,7 +855,7 @@ func (g *gateServed) audit(key string) (intent, outcome audit.Record) {
 func (g *gateServed) outcome(t *testing.T, key string) audit.Record {
 	t.Helper()
 	var rec audit.Record
-	waitUntil(t, 10*time.Second, "the outcome record of "+key, func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the outcome record of "+key, func() bool {
 		_, rec = g.audit(key)
 		return rec.Kind != ""
 	})
@@ -917,7 +897,7 @@ func (g *gateServed) secondRequest(t *testing.T) {
 	if r := g.call(t, "http_request", gateGET("/echo/second", 0)); r.IsError || time.Since(start) > 5*time.Second {
 		t.Errorf("http_request after the cancel: %s after %v", resultText(r), time.Since(start))
 	}
-	waitUntil(t, 10*time.Second, "no action running", func() bool { return g.health(t).ActiveActions == 0 })
+	testenv.WaitFor(t, 10*time.Second, "no action running", func() bool { return g.health(t).ActiveActions == 0 })
 }
 
 // cancelQueued cancels a call waiting for an action slot: it never starts,
@@ -944,7 +924,7 @@ func (g *gateServed) cancelQueued(t *testing.T, tool string) {
 			t.Fatalf("filler %d still running 5 s after its cancel", i)
 		}
 	}
-	waitUntil(t, 10*time.Second, "the slots to free up", func() bool { return g.health(t).ActiveActions == 0 })
+	testenv.WaitFor(t, 10*time.Second, "the slots to free up", func() bool { return g.health(t).ActiveActions == 0 })
 	g.promptly(t)
 	// It is audited as a call that did not start: no command ran.
 	if _, outcome := g.audit(victim.key); outcome.Status != "cancelled" || !strings.HasPrefix(outcome.Reason, "did not start") {
@@ -1006,14 +986,14 @@ func (g *gateServed) cancelMidResponse(t *testing.T, tool string) {
 	victimKey := fillers[victim].key
 	p := fillers[victim].p
 	g.cancel(t, p)
-	waitUntil(t, 10*time.Second, "the server to read the cancel", func() bool { return g.logged("cancel received", p.ID()) })
+	testenv.WaitFor(t, 10*time.Second, "the server to read the cancel", func() bool { return g.logged("cancel received", p.ID()) })
 	g.client.ResumeReading()
 	for i, f := range fillers {
 		if i != victim {
 			waitTool(t, f.p)
 		}
 	}
-	waitUntil(t, 10*time.Second, "the late response to arrive", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the late response to arrive", func() bool {
 		return g.client.Metrics().ResponsesDropped == before.ResponsesDropped+1
 	})
 	if m := g.client.Metrics(); m.ParseErrors != before.ParseErrors {
@@ -1050,10 +1030,10 @@ func (g *gateServed) fillPipe(t *testing.T, mk func() call) (int, []filler) {
 		before := written()
 		c := mk()
 		fillers = append(fillers, filler{c.key, g.start(t, c, nil)})
-		waitUntil(t, 20*time.Second, "the server to write the response", func() bool { return written() > before })
+		testenv.WaitFor(t, 20*time.Second, "the server to write the response", func() bool { return written() > before })
 		// One write copies all that fits at once; wait until it stops.
 		last := int64(-1)
-		waitUntil(t, 5*time.Second, "the write to settle", func() bool {
+		testenv.WaitFor(t, 5*time.Second, "the write to settle", func() bool {
 			now := written()
 			settled := now == last
 			last = now
@@ -1144,7 +1124,7 @@ func (g *gateServed) blockedHost(t *testing.T) {
 	}
 	t.Logf("200 MB drained with the host paused in %v", time.Since(start).Round(time.Millisecond))
 	for _, p := range []*mcphost.Pending{ping, web, quick, huge} {
-		waitUntil(t, 30*time.Second, fmt.Sprintf("the answer to call %d to be queued", p.ID()), func() bool { return g.logged("response queued", p.ID()) })
+		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("the answer to call %d to be queued", p.ID()), func() bool { return g.logged("response queued", p.ID()) })
 	}
 	if !g.pipeFull() {
 		t.Fatal("the server's stdout pipe is not full: the test did not keep it blocked")
@@ -1214,17 +1194,6 @@ func procMemory(t testing.TB, pid int, field string) int64 {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func waitChan(t *testing.T, ch <-chan struct{}, what string) {

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -74,18 +75,6 @@ func TestSecretUsage(t *testing.T) {
 	}
 }
 
-// needKeyring skips the test, or fails it under CI, without the private
-// Secret Service that .ci/keyring.sh starts.
-func needKeyring(t testing.TB) {
-	t.Helper()
-	if os.Getenv("ACTIONGW_TEST_SECRET_SERVICE") == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("missing the private Secret Service: .ci/run sources .ci/keyring.sh")
-		}
-		t.Skip("skipped: needs a private Secret Service: run `. .ci/keyring.sh` first (gnome-keyring, dbus-daemon)")
-	}
-}
-
 // canaryEnv is an environment whose every writable place (HOME, XDG
 // directories, TMPDIR) lies under root, so that the test can search all
 // files the command wrote.
@@ -113,7 +102,7 @@ func canaryEnv(t *testing.T, root string) []string {
 // command and check, at debug log level, asserting the value shows up in
 // no output and no file written.
 func TestSecretCanary(t *testing.T) {
-	needKeyring(t)
+	testenv.SecretService(t)
 	bin := actiongwBinary(t)
 	root := t.TempDir()
 	env := canaryEnv(t, root)
@@ -236,7 +225,7 @@ allow_private = true
 // TestSecretSetPrompt types a secret at a real terminal (a pty) and checks
 // that it is not echoed, and that it is stored without the Enter.
 func TestSecretSetPrompt(t *testing.T) {
-	needKeyring(t)
+	testenv.SecretService(t)
 	bin := actiongwBinary(t)
 	master, slave := openPTY(t)
 	name := "prompt-" + strings.ToLower(rand.Text()[:8])
@@ -258,20 +247,10 @@ func TestSecretSetPrompt(t *testing.T) {
 	}()
 
 	// Type only once the prompt has turned echo off, as a person would.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, 30*time.Second, "the prompt to turn echo off", func() bool {
 		tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tio.Lflag&unix.ECHO == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the prompt never turned echo off")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && tio.Lflag&unix.ECHO == 0
+	})
 	slave.Close()
 	if _, err := master.Write([]byte(value + "\r")); err != nil {
 		t.Fatal(err)
@@ -298,7 +277,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("skipped: no pseudo-terminal: %v", err)
+		testenv.Missing(t, "a pseudo-terminal", fmt.Sprintf("open /dev/ptmx: %v", err))
 	}
 	t.Cleanup(func() { master.Close() })
 	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {

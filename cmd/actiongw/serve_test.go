@@ -29,6 +29,7 @@ import (
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 	"github.com/actiongw/actiongw/secrets"
 )
@@ -40,17 +41,14 @@ type served struct {
 	sshd    *sshtest.Server
 	api     *httptest.Server
 	state   string
-	stderr  *lockedBuffer
+	stderr  *syncbuf.Buffer
 	token   string
 	hang    net.Listener // accepts TCP and never speaks
 	release chan struct{}
-	seen    lockedBuffer // every tool result received, as JSON
-	cfgPath string       // the config serve runs with
-	env     []string     // serve's environment (its keyring service)
+	seen    syncbuf.Buffer // every tool result received, as JSON
+	cfgPath string         // the config serve runs with
+	env     []string       // serve's environment (its keyring service)
 }
-
-// lockedBuffer collects output written from several goroutines.
-type lockedBuffer = syncbuf.Buffer
 
 func randomHex(t testing.TB, n int) string {
 	b := make([]byte, n)
@@ -82,9 +80,9 @@ type servedOptions struct {
 func startServedWith(t testing.TB, o servedOptions) *served {
 	t.Helper()
 	stopMode := cmp.Or(o.stopMode, "signal")
-	needKeyring(t)
+	testenv.SecretService(t)
 	s := &served{sshd: sshtest.Start(t, sshtest.Options{}), release: make(chan struct{}),
-		token: "tok-" + randomHex(t, 12), stderr: &lockedBuffer{}}
+		token: "tok-" + randomHex(t, 12), stderr: &syncbuf.Buffer{}}
 	s.api = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(func() { close(s.release); s.api.Close() })
 	var err error
@@ -154,7 +152,7 @@ max_attempts = 3
 // startServer starts another `actiongw serve` on s's config, state
 // directory and keyring, with its stderr going to stderr, and initializes
 // it; it is closed at cleanup.
-func (s *served) startServer(t testing.TB, stderr *lockedBuffer) *mcphost.Client {
+func (s *served) startServer(t testing.TB, stderr *syncbuf.Buffer) *mcphost.Client {
 	t.Helper()
 	cmd := exec.Command(actiongwBinary(t), "serve", "-config", s.cfgPath)
 	cmd.Env = s.env

@@ -66,6 +66,67 @@ func Parent(pid int) int {
 	return n
 }
 
+// StartTime returns when process pid started, in clock ticks after boot:
+// with the pid, it names the process, since a pid is reused only later.
+func StartTime(pid int) (int64, error) {
+	f, err := stat(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	return strconv.ParseInt(f[19], 10, 64)
+}
+
+// Command returns process pid's command line, its arguments joined by
+// spaces, or its name in brackets when it has none (a kernel thread, a
+// zombie); "" when it cannot be read.
+func Command(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err == nil && len(data) > 0 {
+		return strings.TrimSpace(strings.ReplaceAll(string(data), "\x00", " "))
+	}
+	name, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return "[" + strings.TrimSpace(string(name)) + "]"
+}
+
+// Name returns process pid's name (its executable's base name, at most 15
+// bytes), or "" when it cannot be read.
+func Name(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(data))
+}
+
+// Descendants lists every process below pid, parents before children.
+func Descendants(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp := Parent(p); pp > 0 {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
 // stat returns the fields of /proc/PID/stat after the command name, which
 // may hold spaces and parentheses: the state is [0], the parent [1], the
 // user and system CPU ticks [11] and [12].

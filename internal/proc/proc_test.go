@@ -1,19 +1,24 @@
-package proc
+package proc_test
 
 import (
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/proc"
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 func TestMemory(t *testing.T) {
 	for _, field := range []string{"VmRSS", "VmHWM"} {
-		self, err := Memory(0, field)
+		self, err := proc.Memory(0, field)
 		if err != nil {
 			t.Fatal(err)
 		}
-		byPID, err := Memory(os.Getpid(), field)
+		byPID, err := proc.Memory(os.Getpid(), field)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -21,19 +26,19 @@ func TestMemory(t *testing.T) {
 			t.Errorf("%s = %d (self), %d (by pid); want at least 1 MiB for a Go test binary", field, self, byPID)
 		}
 	}
-	if _, err := Memory(0, "NoSuchField"); err == nil {
+	if _, err := proc.Memory(0, "NoSuchField"); err == nil {
 		t.Error("Memory of an unknown field: no error")
 	}
 }
 
 func TestCPU(t *testing.T) {
-	before, err := CPU(os.Getpid())
+	before, err := proc.CPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Spin until 50 ms of CPU show, however busy the machine is.
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		after, err := CPU(os.Getpid())
+		after, err := proc.CPU(os.Getpid())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,18 +57,33 @@ func TestAliveAndParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	if !Alive(pid) || Parent(pid) != os.Getpid() {
-		t.Errorf("running child: alive %v, parent %d; want alive, parent %d", Alive(pid), Parent(pid), os.Getpid())
+	if !proc.Alive(pid) || proc.Parent(pid) != os.Getpid() {
+		t.Errorf("running child: alive %v, parent %d; want alive, parent %d", proc.Alive(pid), proc.Parent(pid), os.Getpid())
+	}
+	if got := proc.Command(pid); got != "sleep 10" {
+		t.Errorf("Command: got %q; want %q", got, "sleep 10")
+	}
+	if got := proc.Name(pid); got != "sleep" {
+		t.Errorf("Name: got %q; want sleep", got)
+	}
+	if !slices.Contains(proc.Descendants(os.Getpid()), pid) {
+		t.Errorf("Descendants of the test: got %v; want %d among them", proc.Descendants(os.Getpid()), pid)
+	}
+	self, err1 := proc.StartTime(os.Getpid())
+	child, err2 := proc.StartTime(pid)
+	if err1 != nil || err2 != nil || child < self {
+		t.Errorf("StartTime: test %d (%v), child %d (%v); want the child no earlier", self, err1, child, err2)
 	}
 	cmd.Process.Kill()
-	for start := time.Now(); Alive(pid) && time.Since(start) < 5*time.Second; {
-		time.Sleep(5 * time.Millisecond) // a killed child is a zombie, not alive, until reaped
+	// A killed child is a zombie, not alive, until reaped.
+	if !testenv.Eventually(30*time.Second, func() bool { return !proc.Alive(pid) }) {
+		t.Error("killed child still alive after 30 s")
 	}
-	if Alive(pid) {
-		t.Error("killed child still alive after 5 s")
+	if got := proc.Command(pid); !strings.HasPrefix(got, "[") {
+		t.Errorf("Command of a zombie: got %q; want its [name]", got)
 	}
 	cmd.Wait()
-	if Alive(pid) || Parent(pid) != 0 {
-		t.Errorf("reaped child: alive %v, parent %d; want gone", Alive(pid), Parent(pid))
+	if proc.Alive(pid) || proc.Parent(pid) != 0 {
+		t.Errorf("reaped child: alive %v, parent %d; want gone", proc.Alive(pid), proc.Parent(pid))
 	}
 }

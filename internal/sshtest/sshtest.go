@@ -14,10 +14,10 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,10 +26,12 @@ import (
 
 	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
-// User is the unprivileged account the server logs clients in as. Start
-// creates it (shell /bin/sh, with a home directory) when it does not exist.
+// User is the unprivileged account a root-run server logs clients in as.
+// Under CI, Start creates it (shell /bin/sh, with a home directory) when it
+// does not exist.
 const User = "actiongw-test"
 
 // PasswordUser is the account whose password SetPassword sets; it is separate
@@ -50,10 +52,22 @@ type Options struct {
 type Server struct {
 	Host string // always "127.0.0.1"
 	Port int
-	User string // the unprivileged login user (User)
+	// User is the account clients log in as: User when the tests run as
+	// root (under CI, or where the account exists), root when they run as
+	// root otherwise, and the current user when they do not run as root.
+	User string
+	// Signals reports whether sshd delivers "signal" requests in User's
+	// sessions. OpenSSH serves a root login from its privileged monitor,
+	// which refuses them ("session signalling requires privilege
+	// separation"); a client must then signal from a second session.
+	Signals bool
+	// PTY reports whether sshd can give User's sessions a terminal: only
+	// a root sshd can make the terminal device the user's
+	// ("chown(/dev/pts/N) failed: Operation not permitted" otherwise).
+	PTY bool
 
 	// ClientKey is an unencrypted OpenSSH private key (PEM) listed in the
-	// server's authorized_keys, for User and for root.
+	// server's authorized_keys, for every account sshd may log in.
 	ClientKey []byte
 	// HostKeys are the server's host keys: ed25519 first, then ecdsa-p256.
 	HostKeys []ssh.PublicKey
@@ -65,6 +79,7 @@ type Server struct {
 	Dir string
 
 	t          testing.TB
+	sshd       string // the binary's absolute path
 	configPath string
 	authKeys   string
 
@@ -75,36 +90,63 @@ type Server struct {
 	orphans []int // processes left behind by Crash, killed at cleanup
 }
 
-// Require fails the test under CI and skips it elsewhere when sshd cannot be
-// run here (not installed, or the test is not running as root).
+// Require ends t with testenv.Missing when sshd cannot be run here: it is
+// not installed, or the system is not Unix.
 func Require(t testing.TB) {
 	t.Helper()
-	why := ""
-	if _, err := exec.LookPath("sshd"); err != nil {
-		if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
-			why = "OpenSSH sshd is not installed (apt-get install openssh-server)"
+	sshdPath(t)
+}
+
+// sshdPath returns sshd's absolute path (it must be started by one: it
+// re-executes itself), or ends t with testenv.Missing.
+func sshdPath(t testing.TB) string {
+	t.Helper()
+	const part = "OpenSSH sshd"
+	if !unix {
+		testenv.Missing(t, part, "the sshd tests run on Linux and other Unix systems, "+runtime.GOOS+" is not one")
+	}
+	if p, err := exec.LookPath("sshd"); err == nil && filepath.IsAbs(p) {
+		return p
+	}
+	// Not on a non-root user's PATH, usually.
+	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd"} {
+		if _, err := exec.LookPath(p); err == nil { // an executable file
+			return p
 		}
 	}
-	if why == "" && os.Geteuid() != 0 {
-		why = "sshd integration tests must run as root (sshd switches to the test user)"
+	testenv.Missing(t, part, "install openssh-server (apt-get install openssh-server), "+testenv.Setup)
+	return ""
+}
+
+// loginUser decides whom sshd logs in (see the package doc) and whether
+// it delivers signals there.
+func loginUser(t testing.TB) (name string, signals bool) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		u, err := user.Current()
+		if err != nil {
+			t.Fatalf("current user: %v", err)
+		}
+		return u.Username, true
 	}
-	if why == "" {
-		return
+	if _, err := user.Lookup(User); err == nil || testenv.CI() {
+		EnsureUser(t, User)
+		return User, true
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
+	return "root", false
 }
 
 // Start runs a new sshd on a free port of 127.0.0.1 and stops it, and every
 // process it started, in t.Cleanup.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	Require(t)
-	EnsureUser(t, User)
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-		t.Fatalf("create /run/sshd: %v", err)
+	sshd := sshdPath(t)
+	login, signals := loginUser(t)
+	if os.Geteuid() == 0 {
+		// The privilege separation directory, which only a root sshd needs.
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			t.Fatalf("create /run/sshd: %v", err)
+		}
 	}
 	// Not t.TempDir: sshd reads authorized_keys as the login user, who must
 	// be able to traverse every parent directory.
@@ -116,7 +158,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Host: "127.0.0.1", User: User, Dir: dir, t: t, authKeys: filepath.Join(dir, "authorized_keys")}
+	s := &Server{Host: "127.0.0.1", User: login, Signals: signals, PTY: os.Geteuid() == 0, Dir: dir, t: t, sshd: sshd, authKeys: filepath.Join(dir, "authorized_keys")}
 
 	var hostKeyPaths []string
 	for _, k := range []struct {
@@ -193,12 +235,7 @@ func (s *Server) writeConfig(opts Options, hostKeys []string) {
 
 // start runs sshd and waits until it sends its banner.
 func (s *Server) start() error {
-	sshd, err := exec.LookPath("sshd")
-	if err != nil {
-		sshd = "/usr/sbin/sshd"
-	}
-	// sshd must be started by absolute path: it re-executes itself.
-	cmd := exec.Command(sshd, "-D", "-e", "-f", s.configPath)
+	cmd := exec.Command(s.sshd, "-D", "-e", "-f", s.configPath)
 	log := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -210,22 +247,33 @@ func (s *Server) start() error {
 	s.cmd, s.exited, s.log = cmd, exited, log
 	s.mu.Unlock()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	// No event says sshd listens: poll for its banner.
+	up := false
+	testenv.Eventually(startTimeout, func() bool {
 		select {
 		case <-exited:
-			return fmt.Errorf("sshd exited during start-up")
+			return true
 		default:
 		}
-		if banner(s.Addr()) {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+		up = banner(s.Addr())
+		return up
+	})
+	select {
+	case <-exited:
+		return fmt.Errorf("sshd exited during start-up")
+	default:
+	}
+	if up {
+		return nil
 	}
 	cmd.Process.Kill()
 	<-exited
-	return fmt.Errorf("sshd did not answer on %s within 10s", s.Addr())
+	return fmt.Errorf("sshd did not answer on %s within %v", s.Addr(), startTimeout)
 }
+
+// startTimeout bounds sshd's start-up, which takes milliseconds when the
+// machine is idle.
+const startTimeout = 30 * time.Second
 
 func banner(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -236,6 +284,25 @@ func banner(addr string) bool {
 	c.SetDeadline(time.Now().Add(2 * time.Second))
 	line, _ := bufio.NewReader(c).ReadString('\n')
 	return strings.HasPrefix(line, "SSH-2.0-")
+}
+
+// RequireSignals ends t with testenv.Missing unless sshd delivers "signal"
+// requests in User's sessions (Server.Signals).
+func (s *Server) RequireSignals(t testing.TB) {
+	t.Helper()
+	if !s.Signals {
+		t.Log("needs sshd to deliver signal requests, which OpenSSH refuses for root logins")
+		testenv.Missing(t, "the account "+User, accountHow)
+	}
+}
+
+// RequirePTY ends t with testenv.Missing unless sshd can give User's
+// sessions a terminal (Server.PTY).
+func (s *Server) RequirePTY(t testing.TB) {
+	t.Helper()
+	if !s.PTY {
+		testenv.Root(t, "only a root sshd can hand a terminal to its user")
+	}
 }
 
 // Addr is "127.0.0.1:port".
@@ -282,11 +349,11 @@ func (s *Server) Crash() {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tree := descendants(s.cmd.Process.Pid)
+	tree := proc.Descendants(s.cmd.Process.Pid)
 	s.cmd.Process.Kill()
 	for _, pid := range tree {
-		if comm(pid) == "sshd" {
-			syscall.Kill(pid, syscall.SIGKILL)
+		if isSSHD(pid) {
+			kill(pid)
 		} else {
 			s.orphans = append(s.orphans, pid)
 		}
@@ -302,9 +369,9 @@ func (s *Server) Freeze() {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, pid := range descendants(s.cmd.Process.Pid) {
-		if comm(pid) == "sshd" {
-			syscall.Kill(pid, syscall.SIGSTOP)
+	for _, pid := range proc.Descendants(s.cmd.Process.Pid) {
+		if isSSHD(pid) {
+			freeze(pid)
 		}
 	}
 }
@@ -314,20 +381,17 @@ func (s *Server) Freeze() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	var err error
-	for range 50 { // the port may linger briefly after the crash
-		if err = s.start(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The port may linger briefly after the crash.
+	if !testenv.Eventually(startTimeout, func() bool { err = s.start(); return err == nil }) {
+		s.t.Fatalf("restart sshd: %v\n%s", err, s.Log())
 	}
-	s.t.Fatalf("restart sshd: %v\n%s", err, s.Log())
 }
 
 func (s *Server) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, pid := range append(descendants(s.cmd.Process.Pid), s.orphans...) {
-		syscall.Kill(pid, syscall.SIGKILL)
+	for _, pid := range append(proc.Descendants(s.cmd.Process.Pid), s.orphans...) {
+		kill(pid)
 	}
 	s.cmd.Process.Kill()
 	<-s.exited
@@ -336,15 +400,19 @@ func (s *Server) stop() {
 	}
 }
 
-// UserDir returns a new directory owned by User, removed at cleanup, for
-// files that remote commands write (pid files, markers).
+// UserDir returns a new directory owned by the login user (Server.User),
+// removed at cleanup, for files that remote commands write (pid files,
+// markers).
 func (s *Server) UserDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(s.Dir, "user-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := user.Lookup(User)
+	if os.Geteuid() != 0 {
+		return dir // the login user made it
+	}
+	u, err := user.Lookup(s.User)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,13 +466,22 @@ func marshalKey(t testing.TB, priv any) ([]byte, ssh.Signer) {
 	return pemBytes, signer
 }
 
+// accountHow says how to get a missing account.
+const accountHow = "the tests create it only as root under CI: run `bash .ci/run` as root, or create it yourself with useradd --create-home --shell /bin/sh"
+
 var userMu sync.Mutex
 
-// EnsureUser creates the local account name (shell /bin/sh, home directory)
-// if it does not exist, and makes sure its password field does not lock it:
-// with UsePAM no, sshd refuses even key logins to a locked ("!") account.
+// EnsureUser makes sure the local account name exists, creating it (shell
+// /bin/sh, home directory) when the tests run as root under CI, and that
+// its password field does not lock it: with UsePAM no, sshd refuses even
+// key logins to a locked ("!") account. Where it cannot create a missing
+// account it ends t with testenv.Missing: tests add system accounts only
+// on a CI machine.
 func EnsureUser(t testing.TB, name string) {
 	t.Helper()
+	if _, err := user.Lookup(name); err != nil && (os.Geteuid() != 0 || !testenv.CI()) {
+		testenv.Missing(t, "the account "+name, accountHow)
+	}
 	userMu.Lock()
 	defer userMu.Unlock()
 	if _, err := user.Lookup(name); err != nil {
@@ -435,9 +512,12 @@ func shadowLocked(name string) bool {
 	return false
 }
 
-// SetPassword gives PasswordUser a new random password and returns it.
+// SetPassword gives PasswordUser a new random password and returns it. It
+// needs root (sshd reads passwords from /etc/shadow) and the account (see
+// EnsureUser); without them it ends t with testenv.Missing.
 func SetPassword(t testing.TB) []byte {
 	t.Helper()
+	testenv.Root(t, "password logins: sshd checks /etc/shadow, and chpasswd sets it")
 	EnsureUser(t, PasswordUser)
 	b := make([]byte, 12)
 	rand.Read(b)
@@ -452,64 +532,26 @@ func SetPassword(t testing.TB) []byte {
 
 // WaitGone waits up to d for process pid to be gone and reports whether it is.
 func WaitGone(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for proc.Alive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
+	return testenv.Eventually(d, func() bool { return !proc.Alive(pid) })
 }
 
 // ReadPID waits up to d for path to hold a process id and returns it.
 func ReadPID(t testing.TB, path string, d time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	pid := 0
+	testenv.WaitFor(t, d, "a pid in "+path, func() bool {
 		data, err := os.ReadFile(path)
 		if err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-				return pid
-			}
+			pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s after %v", path, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err == nil && pid > 0
+	})
+	return pid
 }
 
-// descendants lists every process below pid, parents before children.
-func descendants(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp := proc.Parent(p); pp > 0 {
-			children[pp] = append(children[pp], p)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-func comm(pid int) string {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(data))
-}
+// isSSHD reports whether pid is one of sshd's own processes ("sshd", or
+// "sshd-session" and "sshd-auth" since OpenSSH 9.8), not a command it ran.
+func isSSHD(pid int) bool { return strings.HasPrefix(proc.Name(pid), "sshd") }
 
 func freePort(t testing.TB) int {
 	t.Helper()
