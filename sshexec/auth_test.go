@@ -3,6 +3,7 @@ package sshexec
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,12 +12,12 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 func TestAuth(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	p := newPool(t)
-	password := sshtest.SetPassword(t)
 	passphrase := []byte("correct horse")
 	encrypted := sshtest.EncryptKey(t, s.ClientKey, passphrase)
 	strangerKey, _ := sshtest.NewKey(t)
@@ -32,7 +33,7 @@ func TestAuth(t *testing.T) {
 	}{
 		{name: "key", auth: Auth{PrivateKey: s.ClientKey}},
 		{name: "encrypted key", auth: Auth{PrivateKey: encrypted, Passphrase: passphrase}},
-		{name: "password", user: sshtest.PasswordUser, auth: Auth{Password: password}},
+		{name: "password", user: sshtest.PasswordUser}, // its password is set below
 		{name: "agent", auth: Auth{Agent: true}, agent: agentSock},
 		{name: "wrong key", auth: Auth{PrivateKey: strangerKey}, check: isAuthError},
 		{name: "wrong password", user: sshtest.PasswordUser, auth: Auth{Password: []byte("not-it")}, check: isAuthError},
@@ -46,6 +47,12 @@ func TestAuth(t *testing.T) {
 			t.Setenv("SSH_AUTH_SOCK", tc.agent)
 			tg := target(s)
 			tg.Name, tg.Auth = tc.name, tc.auth
+			if tc.user == sshtest.PasswordUser {
+				password := sshtest.SetPassword(t) // needs root
+				if tc.name == "password" {
+					tg.Auth.Password = password
+				}
+			}
 			if tc.user != "" {
 				tg.User = tc.user
 			}
@@ -84,12 +91,7 @@ func contains(s string) func(error) bool {
 // startAgent runs a real ssh-agent holding key and returns its socket.
 func startAgent(t *testing.T, key []byte) string {
 	t.Helper()
-	if _, err := exec.LookPath("ssh-agent"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ssh-agent is not installed")
-		}
-		t.Skip("ssh-agent is not installed (openssh-client)")
-	}
+	testenv.Command(t, "ssh-agent", "openssh-client")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "agent.sock")
 	agent := exec.Command("ssh-agent", "-D", "-a", sock)
@@ -101,17 +103,17 @@ func startAgent(t *testing.T, key []byte) string {
 	if err := os.WriteFile(keyPath, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		add := exec.Command("ssh-add", keyPath)
-		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
-		out, err := add.CombinedOutput()
+	testenv.WaitFor(t, 10*time.Second, "ssh-agent to listen", func() bool {
+		c, err := net.Dial("unix", sock)
 		if err == nil {
-			return sock
+			c.Close()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ssh-add: %v: %s", err, out)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	})
+	add := exec.Command("ssh-add", keyPath)
+	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v: %s", err, out)
 	}
+	return sock
 }

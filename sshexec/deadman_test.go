@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,5 +270,29 @@ func TestWrapperQuoting(t *testing.T) {
 	}
 	if out, err := runCmd(t, p, target(s), `printf '%s' "$ACTIONGW_RUN"`); err != nil || len(out.stdout) != len(newRunID()) || strings.Trim(out.stdout, "abcdefghijklmnopqrstuvwxyz234567") != "" {
 		t.Errorf("ACTIONGW_RUN in the command's environment: %q, %v; want a run id", out.stdout, err)
+	}
+}
+
+// TestDeadManDisarmed: a command that ends by itself disarms the switch,
+// so what it leaves running on purpose survives the end of the session and
+// of the connection.
+func TestDeadManDisarmed(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := NewPool(testLogger())
+	tg, _ := viaProxy(t, s) // a short heartbeat deadline
+	dir := s.UserDir(t)
+	out, err := runCmd(t, p, tg, "cd "+dir+" || exit 1\nsleep 1000 >/dev/null 2>&1 </dev/null & echo $! > pid")
+	if err != nil || out.res.Status != StatusExited {
+		t.Fatalf("got %+v, %v", out.res, err)
+	}
+	pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := p.Close(); err != nil { // the session and the connection end
+		t.Fatal(err)
+	}
+	// An armed switch would fire at once when the connection ends, or at
+	// the latest when its heartbeat deadline passes.
+	if sshtest.WaitGone(pid, heartbeatDeadline(tg.Keepalive)+2*time.Second) {
+		t.Errorf("the background process %d a finished command left was killed", pid)
 	}
 }

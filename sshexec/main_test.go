@@ -10,11 +10,14 @@ import (
 
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testenv"
 	"go.uber.org/goleak"
 )
 
+// No goroutine may outlive the tests, and no process they started (a
+// remote command, an agent) may outlive the suite.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testenv.Main(m, func() error { return goleak.Find() })
 }
 
 // target returns a target that logs in to s as the unprivileged test user.

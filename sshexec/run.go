@@ -295,10 +295,19 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	if err != nil {
 		ch.Close()
 		<-r.s.done
-		if ctx.Err() != nil {
+		var ce *CommandError
+		switch {
+		case ctx.Err() != nil:
 			// Stopped before it started: nothing runs to be stopped.
 			cause := context.Cause(ctx)
 			return &Result{Status: stopStatus(cause), Reason: cause.Error()}, nil
+		case !errors.As(err, &ce) && !errors.Is(err, errRefused):
+			// The connection failed while the command was being started:
+			// it may be running. Kill what carries its run id, and look.
+			res.Status, res.Reason = StatusFailed, fmt.Sprintf("the connection failed while starting the command: %v", err)
+			r.killLost(res)
+			r.counts(res)
+			return res, nil
 		}
 		return nil, fmt.Errorf("target %q: %w", r.target.Name, err)
 	}
@@ -333,16 +342,21 @@ wait:
 		res.Reason = msg
 	default:
 		res.Status, res.Reason = StatusFailed, r.lostReason()
-		// The command may still run: kill what is left, on a new
-		// connection if this one is gone, and look.
-		if pgid := r.s.waitPGID(0); pgid != 0 {
-			r.control(killScript("KILL", pgid, r.runID))
-		}
-		stopped, why := r.verify()
-		res.RemoteStopped, res.Unverified = &stopped, why
+		r.killLost(res)
 	}
 	r.counts(res)
 	return res, r.writeErr()
+}
+
+// killLost kills what is left of a command whose session was lost, on a
+// new connection if this one is gone, and records in res whether all of it
+// is verified gone.
+func (r *run) killLost(res *Result) {
+	if pgid := r.s.waitPGID(0); pgid != 0 {
+		r.control(killScript("KILL", pgid, r.runID))
+	}
+	stopped, why := r.verify()
+	res.RemoteStopped, res.Unverified = &stopped, why
 }
 
 func (r *run) counts(res *Result) {

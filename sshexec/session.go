@@ -3,6 +3,7 @@ package sshexec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -66,6 +67,11 @@ type ptyRequestMsg struct {
 	Modelist      string
 }
 
+// errRefused marks a request the server answered with a refusal: nothing
+// was started. Any other error of exec leaves it unknown whether the
+// command started.
+var errRefused = errors.New("refused")
+
 // exec starts command (a wrapped one: see wrapperScript), then sends stdin.
 // When the wrapper armed its dead-man switch, a heartbeat byte follows
 // every heartbeat interval until the session ends, and stdin is never
@@ -81,7 +87,7 @@ func (s *session) exec(t *Target, command string, stdin []byte, heartbeat time.D
 		ok, err := s.ch.SendRequest("pty-req", true, ssh.Marshal(&ptyRequestMsg{
 			Term: "dumb", Columns: 200, Rows: 50, Modelist: string(modes)}))
 		if err == nil && !ok {
-			err = fmt.Errorf("server refused a pseudo-terminal")
+			err = fmt.Errorf("server refused a pseudo-terminal: %w", errRefused)
 		}
 		if err != nil {
 			s.stdin.Done()
@@ -90,7 +96,7 @@ func (s *session) exec(t *Target, command string, stdin []byte, heartbeat time.D
 	}
 	ok, err := s.ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{command}))
 	if err == nil && !ok {
-		err = fmt.Errorf("server refused to run the command")
+		err = fmt.Errorf("server refused to run the command: %w", errRefused)
 	}
 	if err != nil {
 		s.stdin.Done()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 var errTestCancel = errors.New("test cancelled the call")
@@ -56,6 +57,9 @@ func TestStopRunning(t *testing.T) {
 				command: `sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > %[1]s/child; echo $$ > %[1]s/pid; echo result; sleep 1000`, status: StatusCancelled},
 		} {
 			t.Run(stop.name+"/"+tc.name, func(t *testing.T) {
+				if stop.pty {
+					s.RequirePTY(t)
+				}
 				dir := s.UserDir(t)
 				ctx, cancel := context.WithCancelCause(context.Background())
 				defer cancel(nil)
@@ -220,6 +224,7 @@ func TestStopBeforeStart(t *testing.T) {
 // TestStopRoot stops a command of a root login, for which OpenSSH refuses
 // "signal" requests: the process group is killed from a second session.
 func TestStopRoot(t *testing.T) {
+	testenv.Root(t, "it logs in as root, for whom OpenSSH refuses signal requests")
 	s := sshtest.Start(t, sshtest.Options{})
 	p := newPool(t)
 	tg := target(s)

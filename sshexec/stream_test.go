@@ -199,6 +199,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
 
 func TestPTY(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
+	s.RequirePTY(t)
 	p := newPool(t)
 	tg := target(s)
 	tg.UsePTY = true

@@ -29,7 +29,8 @@ import (
 //     `timeout` exists), it kills the command's process group and every
 //     process carrying the run id. A command that ends by itself disarms it
 //     (the wrapper's EXIT trap), so what it leaves running on purpose
-//     stays.
+//     stays. (It is killed with KILL: it ignores TERM, so that a TERM to
+//     the group, which stops the command, leaves it to finish the job.)
 //
 // The wrapper needs mktemp and mkfifo; without them the command runs
 // unarmed, reading the session's stdin directly, and the marker says so.
@@ -83,7 +84,7 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_d:+armed}" >&2
 		kill -KILL -$$ 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	__agw_w=$!
-	trap 'kill $__agw_w 2>/dev/null; rm -rf "$__agw_d"' EXIT
+	trap 'kill -KILL $__agw_w 2>/dev/null; rm -rf "$__agw_d"' EXIT
 	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
 	eval @CMD@ <"$__agw_d/in" 3<&-
 else
