@@ -226,16 +226,16 @@ func referenceRedact(in []byte, forms []refForm) []byte {
 }
 
 // fuzzInput turns fuzz arguments into secrets and an input. secretBlob
-// holds up to 8 secrets (s0 to s7) split at 0xff. In data, 0xfe is
-// replaced with a form of a secret, and 0xfd followed by a byte c with the
-// base64 of a secret after c%7 bytes of "Bearer " and before "\n", at
-// another alignment. It returns nil secrets when the input is too large to
-// check quickly.
+// holds up to 8 secrets (s0 to s7) of up to 128 bytes, split at 0xff. In
+// data, 0xfe is replaced with a form of a secret, and 0xfd followed by a
+// byte c with the base64 of a secret after c%7 bytes of "Bearer " and
+// before "\n", at another alignment. It returns nil secrets when the input
+// is too large to check quickly.
 func fuzzInput(data, secretBlob []byte) (map[string][]byte, []refForm, []byte) {
 	secrets := map[string][]byte{}
 	var values [][]byte
 	for i, s := range bytes.Split(secretBlob, []byte{0xff}) {
-		if len(s) < MinSecretLen || len(s) > 64 || i >= 8 {
+		if len(s) < MinSecretLen || len(s) > 128 || i >= 8 {
 			continue
 		}
 		secrets[fmt.Sprintf("s%d", i)] = s
