@@ -59,12 +59,12 @@ func Forms(value []byte) []string {
 	slices.SortFunc(wholes, bytes.Compare)
 	for _, v := range slices.CompactFunc(wholes, bytes.Equal) {
 		add(encodings(v)...)
-		add(wrapped(base64.RawStdEncoding.EncodeToString(v)[:8*len(v)/6])...)
+		add(wrapped(v)...)
 	}
 	if bytes.ContainsRune(trimmed, '\n') {
 		for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
 			line = bytes.TrimSpace(line)
-			if len(line) >= lineMinLen && !bytes.HasPrefix(line, []byte("----")) {
+			if len(line) >= lineMinLen && !isArmour(line) {
 				add(encodings(line)...)
 			}
 		}
@@ -73,16 +73,37 @@ func Forms(value []byte) []string {
 	return slices.Compact(forms)
 }
 
-// wrapped returns the lines of s wrapped at 76 and at 64 columns that are
-// long enough to redact on their own; nothing if s fits on a line. s is
-// base64 without the last character that the bytes after the value share.
-func wrapped(s string) []string {
+// isArmour reports whether a line, spaces trimmed, is a PEM (RFC 7468) or
+// SSH2 (RFC 4716) armour line, which says what follows and is public.
+func isArmour(line []byte) bool { return bytes.HasPrefix(line, []byte("----")) }
+
+// wrapped returns the lines of v's base64 wrapped at 76 and at 64 columns
+// that are long enough to redact on their own and encode more of v than
+// armour and line ends; nothing if the base64 fits on a line. The last
+// character, which the bytes after v share, is left out.
+func wrapped(v []byte) []string {
+	s := base64.RawStdEncoding.EncodeToString(v)[:8*len(v)/6]
+	// public[i] is set for a byte of an armour line or a line end.
+	public := make([]bool, len(v))
+	for start := 0; start < len(v); {
+		end := start + bytes.IndexByte(v[start:], '\n') + 1
+		if end == start {
+			end = len(v)
+		}
+		armour := isArmour(bytes.TrimSpace(v[start:end]))
+		for i := start; i < end; i++ {
+			public[i] = armour || v[i] == '\r' || v[i] == '\n'
+		}
+		start = end
+	}
 	var lines []string
 	for _, width := range []int{76, 64} {
-		for rest := s; len(s) > width && len(rest) > 0; {
-			line := rest[:min(width, len(rest))]
-			rest = rest[len(line):]
-			if len(line) >= lineMinLen {
+		for at := 0; len(s) > width && at < len(s); at += width {
+			line := s[at:min(at+width, len(s))]
+			// width is a multiple of 4: the line encodes whole bytes from
+			// at/4*3 on, and part of the byte its last character ends in.
+			from, to := at/4*3, min(len(v), (6*(at+len(line))+7)/8)
+			if len(line) >= lineMinLen && slices.Contains(public[from:to], false) {
 				lines = append(lines, line)
 			}
 		}

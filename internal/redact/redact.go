@@ -43,8 +43,9 @@ type Redactor struct {
 	// rules a position out with one load.
 	filter [filterBits / 64]uint64
 	// grams is a Bloom filter of each pattern's grams (gramMask bytes
-	// long) at offsets 0 to stride-1; see scan and gramBloom.
-	grams    [gramWords]uint64
+	// long) at offsets 0 to stride-1; see scan and gramBloom. Its length
+	// is a power of two.
+	grams    []uint64
 	gramMask uint32
 	stride   int
 	// gramOffsets maps each gram in the table to the offsets (bit d for
@@ -77,11 +78,13 @@ const (
 	filterLog  = 16
 	filterBits = 1 << filterLog
 	// maxStride bounds the grams per pattern in the table, and so its
-	// false positives; the table has gramWords words, 32 KiB to stay in
-	// L1. gramOffsets keeps offsets below maxStride in a uint32.
-	maxStride    = 16
-	gramWordsLog = 12
-	gramWords    = 1 << gramWordsLog
+	// size; gramOffsets keeps offsets below maxStride in a uint32.
+	maxStride = 32
+	// The grams table has at least 2^minGramWordsLog words, 32 KiB, which
+	// stays in L1, and more when the grams would set more than a quarter
+	// of its bits, up to 2^maxGramWordsLog (512 KiB); see gramBloom.
+	minGramWordsLog = 12
+	maxGramWordsLog = 16
 	// tailMinLen is the shortest end of an input that is replaced as a
 	// cut-off pattern; see Redactor.
 	tailMinLen = 8
@@ -154,11 +157,18 @@ func New(secrets []Secret) (*Redactor, error) {
 		for off := range r.stride {
 			var g [4]byte
 			copy(g[:gram], p.value[off:])
-			v := binary.LittleEndian.Uint32(g[:])
-			r.gramOffsets[v] |= 1 << off
-			word, bits := gramBloom(v)
-			r.grams[word] |= bits
+			r.gramOffsets[binary.LittleEndian.Uint32(g[:])] |= 1 << off
 		}
+	}
+	// 3 bits a gram in 12 bits of table: a quarter of them set.
+	log := minGramWordsLog
+	for log < maxGramWordsLog && 64<<log < 12*len(r.gramOffsets) {
+		log++
+	}
+	r.grams = make([]uint64, 1<<log)
+	for v := range r.gramOffsets {
+		word, bits := gramBloom(v)
+		r.grams[word&uint64(len(r.grams)-1)] |= bits
 	}
 	return r, nil
 }
@@ -263,7 +273,11 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 	// grams at those offsets. A miss rules out the whole block, also as
 	// the start of a pattern the input ends inside, once the gram is in
 	// buf.
-	g, mask, k := &r.grams, r.gramMask, r.stride
+	g, mask, k := r.grams, r.gramMask, r.stride
+	// A word's index is gramBloom's masked with len(g)-1; after this
+	// check, the masked index needs none.
+	gm := uint64(len(g) - 1)
+	_ = g[gm]
 blocks:
 	for i+k+3 <= len(buf) {
 		// Two blocks per test while they fit: fewer branches.
@@ -271,12 +285,12 @@ blocks:
 		if i+2*k+3 <= len(buf) {
 			wa, ma := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
 			wb, mb := gramBloom(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
-			if g[wa]&ma != ma && g[wb]&mb != mb {
+			if g[wa&gm]&ma != ma && g[wb&gm]&mb != mb {
 				i += 2 * k
 				continue
 			}
 			n = 2 * k
-		} else if w, m := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask); g[w]&m != m {
+		} else if w, m := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask); g[w&gm]&m != m {
 			i += k
 			continue
 		}
@@ -400,14 +414,16 @@ func (r *Redactor) matchAt(b []byte) (full, open *pattern) {
 	return full, open
 }
 
-// gramBloom gives the word of the grams table for a gram and the three
-// bits it sets there: a blocked Bloom filter, whose test is one load and
-// one branch. Three bits rather than two keep false positives near 0.1%
-// with the forms of 100 secrets in the table, which matters because
+// gramBloom gives the word of the grams table for a gram (to be masked
+// with the table's length minus one) and the three bits it sets there: a
+// blocked Bloom filter, whose test is one load and one branch. Three bits
+// rather than two keep false positives rare, which matters because
 // ordinary output repeats its grams: one frequent gram that passes falsely
 // costs a map lookup on every line. The bits come from the top of a
-// multiplicative hash, where every bit of the gram counts.
-func gramBloom(v uint32) (word uint32, bits uint64) {
+// multiplicative hash, where every bit of the gram counts, the word from
+// the 16 bits below; all by constant shifts, which cost less on amd64
+// than a shift by a variable.
+func gramBloom(v uint32) (word uint64, bits uint64) {
 	h := uint64(v) * 0x9E3779B97F4A7C15
-	return uint32(h >> (64 - gramWordsLog)), 1<<(h>>46&63) | 1<<(h>>40&63) | 1<<(h>>34&63)
+	return h >> (46 - maxGramWordsLog), 1<<(h>>58) | 1<<(h>>52&63) | 1<<(h>>46&63)
 }

@@ -356,3 +356,26 @@ func newRedactor(m map[string][]byte) (*Redactor, error) {
 	}
 	return New(list)
 }
+
+// TestRedactManySecrets fills the grams table beyond its smallest size:
+// every secret is still found, raw and encoded, among ordinary text.
+func TestRedactManySecrets(t *testing.T) {
+	secrets := map[string][]byte{}
+	for i := range 1000 {
+		secrets[fmt.Sprintf("k%d", i)] = fmt.Appendf(nil, "tok-%08x-%08x-%04d", uint32(i)*2654435761, uint32(i)*40503, i)
+	}
+	r, err := newRedactor(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.grams) <= 1<<minGramWordsLog {
+		t.Fatalf("grams table has %d words; want it grown past %d", len(r.grams), 1<<minGramWordsLog)
+	}
+	for name, v := range secrets {
+		for _, in := range []string{"a " + string(v) + " b", "x" + hex.EncodeToString(v), base64.StdEncoding.EncodeToString(append([]byte("Bearer "), v...))} {
+			if got := r.RedactString(in); !strings.Contains(got, "[REDACTED:"+name+"]") {
+				t.Fatalf("RedactString(%q) = %q; want [REDACTED:%s] in it", in, got, name)
+			}
+		}
+	}
+}
