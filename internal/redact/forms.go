@@ -17,8 +17,7 @@ import (
 // 20 random base64 characters are 120 bits: no other output holds them by
 // chance. Shorter lines are the ones most likely to be ordinary text
 // ("-----END", "}", "kind: Config"), whose marker would mangle other
-// output. And patterns of at least maxStride+3 bytes keep the scan at its
-// widest stride.
+// output, and short patterns narrow the scan's stride for every secret.
 const lineMinLen = 20
 
 // Forms returns every pattern one secret value yields, sorted, each at
