@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -234,17 +235,34 @@ func TestCaptureRSS(t *testing.T) {
 // copying a network stream does.
 type onlyReader struct{ io.Reader }
 
+// benchSecrets returns n secrets as a gateway holds them: 32-character
+// tokens and, the last, an OpenSSH Ed25519 private key, whose lines and
+// their encodings are patterns of their own.
 func benchSecrets(n int) map[string][]byte {
 	rng := rand.New(rand.NewPCG(3, 5))
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 	secrets := map[string][]byte{}
-	for i := range n {
+	for i := range n - 1 {
 		v := make([]byte, 32)
 		for j := range v {
 			v[j] = alphabet[rng.IntN(len(alphabet))]
 		}
 		secrets[fmt.Sprintf("secret-%d", i)] = v
 	}
+	if n == 0 {
+		return secrets
+	}
+	der := make([]byte, 294)
+	for i := range der {
+		der[i] = byte(rng.Uint32())
+	}
+	key := "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+	for body := base64.StdEncoding.EncodeToString(der); len(body) > 0; {
+		line := body[:min(70, len(body))]
+		body = body[len(line):]
+		key += line + "\n"
+	}
+	secrets["ssh-key"] = []byte(key + "-----END OPENSSH PRIVATE KEY-----\n")
 	return secrets
 }
 

@@ -2,12 +2,10 @@ package redact
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -28,22 +26,26 @@ func (e *ShortSecretError) Error() string {
 	return fmt.Sprintf("secret %q is shorter than %d bytes: too short to redact without mangling ordinary output", e.Name, MinSecretLen)
 }
 
-// Redactor replaces registered secret values, and their standard base64 and
-// URL-encoded forms, with "[REDACTED:<name>]". It is safe for concurrent use;
-// streaming state lives in the writers it makes.
+// Redactor replaces every form (see Forms) of registered secret values
+// with "[REDACTED:<name>]". It is safe for concurrent use; streaming state
+// lives in the writers it makes.
 //
 // Matching is leftmost-longest: scanning left to right, at each position the
 // longest pattern that starts there is replaced and the scan resumes after
-// it. The streaming writer produces exactly the same output as Redact on the
-// whole input, however the input is split into writes.
+// it. At the end of the input, bytes that begin a pattern are replaced too
+// when they are at least 8 bytes and half of the pattern: what
+// `head -c -1 tokenfile` gives. The streaming writer produces exactly the
+// same output as Redact on the whole input, however the input is split
+// into writes.
 type Redactor struct {
 	maxLen int
 	// filter has one bit per hash of a pattern's first 4 bytes; a clear bit
 	// rules a position out with one load.
 	filter [filterBits / 64]uint64
-	// grams has a bit set at the hash of each pattern's grams (gramMask
-	// bytes long) at offsets 0 to stride-1; see scan.
-	grams    [gramBits / 64]uint64
+	// grams is a Bloom filter of each pattern's grams (gramMask bytes
+	// long) at offsets 0 to stride-1; see scan and gramBloom. Its length
+	// is a power of two.
+	grams    []uint64
 	gramMask uint32
 	stride   int
 	// gramOffsets maps each gram in the table to the offsets (bit d for
@@ -52,25 +54,57 @@ type Redactor struct {
 	gramOffsets map[uint32]uint32
 	// trie finds the longest pattern at a position; see trieNode.
 	trie map[uint32]*trieNode
+	// heads maps the first 1 to 3 bytes of every pattern (see headKey) to
+	// the shortest pattern that starts with them: what a stream's last
+	// bytes could begin.
+	heads map[uint32]*pattern
 }
 
 type pattern struct {
 	value       []byte
 	replacement []byte
+	// order is the pattern's rank in New; of two patterns as long, the
+	// lower rank is the one a prefix of both is reported as.
+	order int
+}
+
+// shorter reports whether p is preferred to q as the pattern a prefix
+// begins: the shorter, or the first of two as long. A nil q loses.
+func (p *pattern) shorter(q *pattern) bool {
+	return q == nil || len(p.value) < len(q.value) || len(p.value) == len(q.value) && p.order < q.order
 }
 
 const (
 	filterLog  = 16
 	filterBits = 1 << filterLog
 	// maxStride bounds the grams per pattern in the table, and so its
-	// false positives; the table has gramBits bits, 32 KiB to stay in L1.
-	// gramOffsets keeps offsets below maxStride in a uint32.
-	maxStride = 16
-	gramLog   = 18
-	gramBits  = 1 << gramLog
+	// size; gramOffsets keeps offsets below maxStride in a uint32.
+	maxStride = 32
+	// The grams table has at least 2^minGramWordsLog words, 32 KiB, which
+	// stays in L1, and more when the grams would set more than a quarter
+	// of its bits, up to 2^maxGramWordsLog (512 KiB); see gramBloom.
+	minGramWordsLog = 12
+	maxGramWordsLog = 16
+	// tailMinLen is the shortest end of an input that is replaced as a
+	// cut-off pattern; see Redactor.
+	tailMinLen = 8
+	// trieDepth bounds the trie: patterns that share their first trieDepth
+	// bytes sit in one node and are told apart by comparison. Few do (the
+	// forms of one multi-line secret), and the bound keeps a long pattern
+	// (a private key, its hex) from costing a node per 4 bytes.
+	trieDepth = 32
 )
 
 func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
+
+// headKey is the key of heads for b, 1 to 3 bytes: the bytes, and their
+// count in the top byte.
+func headKey(b []byte) uint32 {
+	var v [4]byte
+	copy(v[:3], b)
+	v[3] = byte(len(b))
+	return binary.LittleEndian.Uint32(v[:])
+}
 
 // Secret is one value to redact and the name its marker shows. A name may
 // come with several values, such as a password and the "user:password"
@@ -85,24 +119,24 @@ type Secret struct {
 // *ShortSecretError. No secrets give a Redactor that passes everything
 // through.
 func New(secrets []Secret) (*Redactor, error) {
-	// A value shared by two names is redacted with the first name.
+	// A form shared by two names is redacted with the first name.
+	secrets = slices.Clone(secrets)
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
-	r := &Redactor{trie: make(map[uint32]*trieNode)}
-	var patterns []pattern
+	r := &Redactor{trie: make(map[uint32]*trieNode), heads: make(map[uint32]*pattern)}
+	var patterns []*pattern
 	seen := make(map[string]bool)
 	minLen := math.MaxInt
 	for _, sec := range secrets {
-		name, v := sec.Name, sec.Value
-		if len(v) < MinSecretLen {
-			return nil, &ShortSecretError{Name: name}
+		if len(sec.Value) < MinSecretLen {
+			return nil, &ShortSecretError{Name: sec.Name}
 		}
-		repl := []byte("[REDACTED:" + name + "]")
-		for _, form := range secretForms(v) {
+		repl := []byte("[REDACTED:" + sec.Name + "]")
+		for _, form := range Forms(sec.Value) {
 			if seen[form] {
 				continue
 			}
 			seen[form] = true
-			p := pattern{value: []byte(form), replacement: repl}
+			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns)}
 			patterns = append(patterns, p)
 			r.insert(p)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
@@ -123,35 +157,51 @@ func New(secrets []Secret) (*Redactor, error) {
 		for off := range r.stride {
 			var g [4]byte
 			copy(g[:gram], p.value[off:])
-			v := binary.LittleEndian.Uint32(g[:])
-			r.gramOffsets[v] |= 1 << off
-			h := gramHash(v)
-			h1, h2 := h>>(64-gramLog), h>>(64-2*gramLog)%gramBits
-			r.grams[h1/64] |= 1 << (h1 % 64)
-			r.grams[h2/64] |= 1 << (h2 % 64)
+			r.gramOffsets[binary.LittleEndian.Uint32(g[:])] |= 1 << off
 		}
+	}
+	// 3 bits a gram in 12 bits of table: a quarter of them set.
+	log := minGramWordsLog
+	for log < maxGramWordsLog && 64<<log < 12*len(r.gramOffsets) {
+		log++
+	}
+	r.grams = make([]uint64, 1<<log)
+	for v := range r.gramOffsets {
+		word, bits := gramBloom(v)
+		r.grams[word&uint64(len(r.grams)-1)] |= bits
 	}
 	return r, nil
 }
 
 // trieNode is a step of 4 bytes in a trie of patterns: the node reached by a
 // pattern's bytes [0, d) holds the patterns of length d to d+3 with those
-// bytes, longest first, and leads on by bytes [d, d+4). Secrets that share
-// a prefix ("ghp_", "AKIA") cost one map step per 4 bytes, not one
-// comparison per secret.
+// bytes (at trieDepth, every longer one too), longest first, and leads on
+// by bytes [d, d+4). Secrets that share a prefix ("ghp_", "AKIA") cost one
+// map step per 4 bytes, not one comparison per secret.
 type trieNode struct {
-	ends []pattern
+	ends []*pattern
 	next map[uint32]*trieNode
+	// shortest is the shortest pattern here or below: the one a prefix
+	// that ends inside this node begins.
+	shortest *pattern
 }
 
-func (r *Redactor) insert(p pattern) {
+func (r *Redactor) insert(p *pattern) {
+	for n := 1; n < 4; n++ {
+		if k := headKey(p.value[:n]); p.shorter(r.heads[k]) {
+			r.heads[k] = p
+		}
+	}
 	key := binary.LittleEndian.Uint32(p.value)
 	n := r.trie[key]
 	if n == nil {
 		n = &trieNode{}
 		r.trie[key] = n
 	}
-	for d := 4; len(p.value) >= d+4; d += 4 {
+	for d := 4; d < trieDepth && len(p.value) >= d+4; d += 4 {
+		if p.shorter(n.shortest) {
+			n.shortest = p
+		}
 		key := binary.LittleEndian.Uint32(p.value[d:])
 		next := n.next[key]
 		if next == nil {
@@ -163,23 +213,11 @@ func (r *Redactor) insert(p pattern) {
 		}
 		n = next
 	}
-	n.ends = append(n.ends, p)
-	slices.SortStableFunc(n.ends, func(a, b pattern) int { return len(b.value) - len(a.value) })
-}
-
-// secretForms lists the encodings of v that are redacted: the raw value, its
-// standard and URL-safe base64 (unpadded, which also covers the padded text)
-// and its query and path escapes.
-func secretForms(v []byte) []string {
-	forms := []string{
-		string(v),
-		base64.RawStdEncoding.EncodeToString(v),
-		base64.RawURLEncoding.EncodeToString(v),
-		url.QueryEscape(string(v)),
-		url.PathEscape(string(v)),
+	if p.shorter(n.shortest) {
+		n.shortest = p
 	}
-	slices.Sort(forms)
-	return slices.Compact(forms)
+	n.ends = append(n.ends, p)
+	slices.SortStableFunc(n.ends, func(a, b *pattern) int { return len(b.value) - len(a.value) })
 }
 
 // MaxHoldback is how many bytes a streaming redaction may hold back while it
@@ -198,10 +236,9 @@ func (r *Redactor) Redact(b []byte) []byte {
 		return b
 	}
 	var out []byte
-	matched := false
-	r.scan(b, len(b), func(p []byte) {
+	_, matched := r.scan(b, true, func(p []byte) {
 		out = append(out, p...)
-	}, &matched)
+	})
 	if !matched {
 		return b
 	}
@@ -217,32 +254,43 @@ func (r *Redactor) RedactString(s string) string {
 	return string(out)
 }
 
-// scan emits buf with matches replaced, deciding every position below stop.
-// A match that starts below stop may end past it. Every position below stop
-// must have maxLen bytes of lookahead or be at the true end of the input. It
-// returns the index of the first undecided byte.
-func (r *Redactor) scan(buf []byte, stop int, emit func([]byte), matched *bool) int {
+// undecided is what at returns for a position more input could still make
+// the start of a pattern.
+const undecided = -1
+
+// scan emits buf with matches replaced, deciding positions from the first,
+// and returns the index of the first position it could not decide. At the
+// end of the input (end set) it decides every position and returns
+// len(buf); otherwise it stops where the bytes left are a proper prefix of
+// a pattern, and every position before was decided as the whole input
+// would decide it.
+func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matched bool) {
 	last, i := 0, 0
 	// The hot loop decides a block of stride start positions with one
 	// table lookup. Every pattern is at least stride+gram-1 bytes long, so
 	// a pattern starting in the block contains the gram at the block's last
 	// position, at an offset below stride; the table holds every pattern's
-	// grams at those offsets. A miss rules out the whole block.
-	g, mask, k := &r.grams, r.gramMask, r.stride
+	// grams at those offsets. A miss rules out the whole block, also as
+	// the start of a pattern the input ends inside, once the gram is in
+	// buf.
+	g, mask, k := r.grams, r.gramMask, r.stride
+	// A word's index is gramBloom's masked with len(g)-1; after this
+	// check, the masked index needs none.
+	gm := uint64(len(g) - 1)
+	_ = g[gm]
 blocks:
-	for i+k <= stop && i+k+3 <= len(buf) {
+	for i+k+3 <= len(buf) {
 		// Two blocks per test while they fit: fewer branches.
 		n := k
-		if i+2*k <= stop && i+2*k+3 <= len(buf) {
-			a := gramHash(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
-			b := gramHash(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
-			a1, b1 := a>>(64-gramLog), b>>(64-gramLog)
-			if g[a1/64]&(1<<(a1%64))|g[b1/64]&(1<<(b1%64)) == 0 || !r.gramHit(a, b) {
+		if i+2*k+3 <= len(buf) {
+			wa, ma := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
+			wb, mb := gramBloom(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
+			if g[wa&gm]&ma != ma && g[wb&gm]&mb != mb {
 				i += 2 * k
 				continue
 			}
 			n = 2 * k
-		} else if h := gramHash(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask); !r.gramHit(h, h) {
+		} else if w, m := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask); g[w&gm]&m != m {
 			i += k
 			continue
 		}
@@ -253,151 +301,129 @@ blocks:
 			for offs != 0 {
 				d := 31 - bits.LeadingZeros32(offs)
 				offs &^= 1 << d
-				if p := r.matchAt(buf[w-d:]); p != nil {
-					emit(buf[last : w-d])
-					emit(p.replacement)
-					*matched = true
-					i = w - d + len(p.value)
-					last = i
-					continue blocks
+				s := w - d
+				p, m := r.at(buf, s, end)
+				if m == 0 {
+					continue
 				}
+				emit(buf[last:s])
+				if m == undecided {
+					return s, matched
+				}
+				emit(p.replacement)
+				matched = true
+				i, last = s+m, s+m
+				continue blocks
 			}
 		}
 		i += n
 	}
-	// Positions with fewer than 4 bytes left cannot start a pattern.
-	for i < stop && i+4 <= len(buf) {
-		p := r.matchAt(buf[i:])
-		if p == nil {
+	for i < len(buf) {
+		p, m := r.at(buf, i, end)
+		if m == 0 {
 			i++
 			continue
 		}
 		emit(buf[last:i])
+		if m == undecided {
+			return i, matched
+		}
 		emit(p.replacement)
-		*matched = true
-		i += len(p.value)
+		matched = true
+		i += m
 		last = i
 	}
-	i = max(i, stop)
-	if last < i {
-		emit(buf[last:i])
+	if last < len(buf) {
+		emit(buf[last:])
 	}
-	return i
+	return len(buf), matched
 }
 
-// matchAt returns the longest pattern that b starts with, or nil. b must
-// hold at least 4 bytes.
-func (r *Redactor) matchAt(b []byte) *pattern {
+// at decides position s of buf. It returns the pattern whose marker
+// replaces buf[s:s+n]; or nil and 0 for a byte kept as it is; or nil and
+// undecided when end is not set and the bytes from s are a proper prefix
+// of a pattern.
+func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
+	b := buf[s:]
+	if len(b) < 4 {
+		if !end && r.heads[headKey(b)] != nil {
+			return nil, undecided
+		}
+		return nil, 0
+	}
+	full, open := r.matchAt(b)
+	switch {
+	case open != nil && !end:
+		return nil, undecided
+	case open != nil && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
+		return open, len(b)
+	case full != nil:
+		return full, len(full.value)
+	}
+	return nil, 0
+}
+
+// prefixOf returns the shortest pattern of which b is a proper prefix, or
+// nil.
+func (r *Redactor) prefixOf(b []byte) *pattern {
+	if len(b) < 4 {
+		return r.heads[headKey(b)]
+	}
+	_, open := r.matchAt(b)
+	return open
+}
+
+// matchAt returns the longest pattern that b starts with, and the shortest
+// pattern of which b is a proper prefix; either may be nil. b must hold at
+// least 4 bytes.
+func (r *Redactor) matchAt(b []byte) (full, open *pattern) {
 	key := binary.LittleEndian.Uint32(b)
 	h := prefixHash(key)
 	if r.filter[h/64]&(1<<(h%64)) == 0 {
-		return nil
+		return nil, nil
 	}
 	// Deeper nodes hold longer patterns, so the last match found wins.
-	var best *pattern
 	n := r.trie[key]
 	for d := 4; n != nil; d += 4 {
-		for j := range n.ends {
-			if bytes.HasPrefix(b, n.ends[j].value) {
-				best = &n.ends[j]
+		for _, p := range n.ends {
+			if len(p.value) > len(b) {
+				if bytes.HasPrefix(p.value, b) && p.shorter(open) {
+					open = p
+				}
+			} else if bytes.HasPrefix(b, p.value) {
+				full = p
 				break
 			}
 		}
-		if len(b) < d+4 || n.next == nil {
-			break
+		if len(b) >= d+4 {
+			n = n.next[binary.LittleEndian.Uint32(b[d:])]
+			continue
 		}
-		n = n.next[binary.LittleEndian.Uint32(b[d:])]
-	}
-	return best
-}
-
-// gramHash gives two table indexes for a gram, in its top gramLog bits and
-// the gramLog bits below them: the table is a Bloom filter with two hashes.
-func gramHash(v uint32) uint64 { return uint64(v) * 0x9E3779B97F4A7C15 }
-
-// gramHit reports whether gram hash a or b may be in the table. scan
-// tests the first index inline; the second rules out most false positives
-// of the first, which repeated text could otherwise hit on every line.
-func (r *Redactor) gramHit(a, b uint64) bool {
-	g := &r.grams
-	a1, b1 := a>>(64-gramLog), b>>(64-gramLog)
-	a2, b2 := a>>(64-2*gramLog)%gramBits, b>>(64-2*gramLog)%gramBits
-	return g[a1/64]&(1<<(a1%64)) != 0 && g[a2/64]&(1<<(a2%64)) != 0 ||
-		g[b1/64]&(1<<(b1%64)) != 0 && g[b2/64]&(1<<(b2%64)) != 0
-}
-
-// Stream is the streaming form of a Redactor: it passes redacted bytes to
-// an emit function, holding back at most MaxHoldback bytes between writes,
-// and produces exactly what Redact would on the whole input. A Stream is
-// used by one goroutine.
-type Stream struct {
-	r     *Redactor
-	emit  func([]byte)
-	carry []byte
-}
-
-// NewStream returns a Stream that emits to emit; a nil Redactor passes
-// everything through.
-func (r *Redactor) NewStream(emit func([]byte)) *Stream {
-	w := &Stream{r: r, emit: emit}
-	if r != nil && r.maxLen > 0 {
-		w.carry = make([]byte, 0, 2*r.maxLen)
-	}
-	return w
-}
-
-// Write redacts p; it always returns len(p), nil.
-func (w *Stream) Write(p []byte) (int, error) {
-	w.write(p)
-	return len(p), nil
-}
-
-func (w *Stream) write(p []byte) {
-	r := w.r
-	if r == nil || r.maxLen == 0 {
-		if len(p) > 0 {
-			w.emit(p)
+		// b ends inside this node's step: the patterns below it whose
+		// step starts with the bytes of b left begin with b.
+		var rest [4]byte
+		m := uint32(1)<<(8*copy(rest[:], b[d:])) - 1
+		v := binary.LittleEndian.Uint32(rest[:])
+		for key, c := range n.next {
+			if key&m == v && c.shortest.shorter(open) {
+				open = c.shortest
+			}
 		}
-		return
+		break
 	}
-	var matched bool
-	m := r.maxLen
-	if len(w.carry) > 0 {
-		// Decide the held-back positions with just enough of p appended;
-		// carry has room for it, so this never allocates.
-		held := len(w.carry)
-		take := min(len(p), m)
-		tmp := append(w.carry, p[:take]...)
-		stop := min(held, len(tmp)-m+1)
-		if stop < held {
-			// p was too short to decide every held-back position.
-			i := r.scan(tmp, max(stop, 0), w.emit, &matched)
-			w.carry = append(w.carry[:0], tmp[i:]...)
-			return
-		}
-		i := r.scan(tmp, held, w.emit, &matched)
-		w.carry = w.carry[:0]
-		p = p[i-held:]
-	}
-	if stop := len(p) - m + 1; stop > 0 {
-		p = p[r.scan(p, stop, w.emit, &matched):]
-	}
-	w.carry = append(w.carry[:0], p...)
+	return full, open
 }
 
-// Cut ends a stream that stopped early (a cancel, a timeout, a drain cap):
-// held-back bytes that could begin a secret are replaced, never emitted,
-// since the rest of the secret may be what was cut off.
-func (w *Stream) Cut() {
-	w.Close() // TODO(redact): replace a held-back partial secret
-}
-
-// Close decides the held-back bytes as the end of the stream.
-func (w *Stream) Close() {
-	if len(w.carry) == 0 {
-		return
-	}
-	var matched bool
-	w.r.scan(w.carry, len(w.carry), w.emit, &matched)
-	w.carry = w.carry[:0]
+// gramBloom gives the word of the grams table for a gram (to be masked
+// with the table's length minus one) and the three bits it sets there: a
+// blocked Bloom filter, whose test is one load and one branch. Three bits
+// rather than two keep false positives rare, which matters because
+// ordinary output repeats its grams: one frequent gram that passes falsely
+// costs a map lookup on every line. The bits come from the top of a
+// multiplicative hash, where every bit of the gram counts, the word from
+// the 16 bits below; all by constant shifts, which cost less on amd64
+// than a shift by a variable.
+func gramBloom(v uint32) (word uint64, bits uint64) {
+	h := uint64(v) * 0x9E3779B97F4A7C15
+	return h >> (46 - maxGramWordsLog), 1<<(h>>58) | 1<<(h>>52&63) | 1<<(h>>46&63)
 }

@@ -3,9 +3,13 @@ package redact
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,6 +44,12 @@ func TestRedactForms(t *testing.T) {
 		{"base64 url-safe", base64.URLEncoding.EncodeToString([]byte(secret))},
 		{"query escape", "https://h/?p=" + url.QueryEscape(secret)},
 		{"path escape", "/users/" + url.PathEscape(secret) + "/x"},
+		{"query escape, lower-case hex", "?p=" + lowerPercentHex(url.QueryEscape(secret)) + "&q=1"},
+		{"JSON", `{"password":` + string(mustJSON(secret)) + `,"user":"x"}`},
+		{"hex", "0x" + hex.EncodeToString([]byte(secret)) + "00"},
+		{"HEX", strings.ToUpper(hex.EncodeToString([]byte("\x00" + secret + "\n")))},
+		{"base64 after a prefix", base64.StdEncoding.EncodeToString([]byte("Bearer " + secret + "\r\n"))},
+		{"base64url after a prefix", base64.URLEncoding.EncodeToString([]byte("u:" + secret))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +57,7 @@ func TestRedactForms(t *testing.T) {
 			if !strings.Contains(got, "[REDACTED:db]") {
 				t.Errorf("got %q; want it to contain [REDACTED:db]", got)
 			}
-			for _, form := range secretForms([]byte(secret)) {
+			for _, form := range Forms([]byte(secret)) {
 				if strings.Contains(got, form) {
 					t.Errorf("got %q; still contains form %q", got, form)
 				}
@@ -104,12 +114,13 @@ func TestRedactNilAndEmptyPassThrough(t *testing.T) {
 func TestRedactEverySplit(t *testing.T) {
 	for _, n := range []int{4, 5, 6, 7, 12, 19, 40} {
 		secret := []byte(strings.Repeat("k3Y", 20)[:n])
-		r, err := newRedactor(map[string][]byte{"k": secret})
+		secrets := map[string][]byte{"k": secret}
+		r, err := newRedactor(secrets)
 		if err != nil {
 			t.Fatal(err)
 		}
 		in := []byte("pre " + string(secret) + strings.Repeat(" filler", 9) + string(secret) + string(secret[:n-1]) + " " + string(secret))
-		want := referenceRedact(in, map[string]string{string(secret): "[REDACTED:k]"})
+		want := referenceRedact(in, referenceForms(secrets))
 		if got := r.Redact(in); !bytes.Equal(got, want) {
 			t.Fatalf("len %d: Redact = %q; want %q", n, got, want)
 		}
@@ -157,25 +168,139 @@ func redactChunked(r *Redactor, in []byte, sizes []int) []byte {
 	return out
 }
 
-// referenceRedact is an obviously correct leftmost-longest replacement.
-func referenceRedact(in []byte, forms map[string]string) []byte {
+// refForm is a pattern as the reference sees it: its text and its marker.
+type refForm struct{ text, marker []byte }
+
+// referenceForms lists the forms of secrets in New's order: names sorted,
+// each name's Forms in turn; a form two names share keeps the first name.
+func referenceForms(secrets map[string][]byte) []refForm {
+	var forms []refForm
+	seen := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		for _, f := range Forms(secrets[name]) {
+			if !seen[f] {
+				seen[f] = true
+				forms = append(forms, refForm{[]byte(f), []byte("[REDACTED:" + name + "]")})
+			}
+		}
+	}
+	return forms
+}
+
+// referenceRedact is an obviously correct leftmost-longest replacement of
+// forms, with the end rule: bytes at the end of in that are a proper
+// prefix of a form, at least tailMinLen of them and at least half of it,
+// are replaced with the marker of the shortest such form (the first listed
+// of two as long), unless a form ends there too.
+func referenceRedact(in []byte, forms []refForm) []byte {
+	byFirst := map[byte][]*refForm{} // in list order: it breaks ties
+	for j := range forms {
+		byFirst[forms[j].text[0]] = append(byFirst[forms[j].text[0]], &forms[j])
+	}
 	var out []byte
 	for i := 0; i < len(in); {
-		best := ""
-		for f := range forms {
-			if len(f) > len(best) && bytes.HasPrefix(in[i:], []byte(f)) {
+		rest := in[i:]
+		var best, tail *refForm
+		for _, f := range byFirst[in[i]] {
+			switch {
+			case len(f.text) > len(rest):
+				if bytes.HasPrefix(f.text, rest) && len(rest) >= tailMinLen && 2*len(rest) >= len(f.text) && (tail == nil || len(f.text) < len(tail.text)) {
+					tail = f
+				}
+			case bytes.HasPrefix(rest, f.text) && (best == nil || len(f.text) > len(best.text)):
 				best = f
 			}
 		}
-		if best == "" {
+		switch {
+		case tail != nil && (best == nil || len(best.text) < len(rest)):
+			return append(out, tail.marker...)
+		case best != nil:
+			out = append(out, best.marker...)
+			i += len(best.text)
+		default:
 			out = append(out, in[i])
 			i++
-			continue
 		}
-		out = append(out, forms[best]...)
-		i += len(best)
 	}
 	return out
+}
+
+// fuzzInput turns fuzz arguments into secrets and an input. secretBlob
+// holds up to 8 secrets (s0 to s7) of up to 128 bytes, split at 0xff. In
+// data, 0xfe is replaced with a form of a secret, and 0xfd followed by a
+// byte c with the base64 of a secret after c%7 bytes of "Bearer " and
+// before "\n", at another alignment. It returns nil secrets when the input
+// is too large to check quickly.
+func fuzzInput(data, secretBlob []byte) (map[string][]byte, []refForm, []byte) {
+	secrets := map[string][]byte{}
+	var values [][]byte
+	for i, s := range bytes.Split(secretBlob, []byte{0xff}) {
+		if len(s) < MinSecretLen || len(s) > 128 || i >= 8 {
+			continue
+		}
+		secrets[fmt.Sprintf("s%d", i)] = s
+		values = append(values, s)
+	}
+	forms := referenceForms(secrets)
+	var in []byte
+	for i := 0; i < len(data); i++ {
+		switch b := data[i]; {
+		case b == 0xfe && len(forms) > 0:
+			in = append(in, forms[i%len(forms)].text...)
+		case b == 0xfd && len(values) > 0 && i+1 < len(data):
+			i++
+			c := int(data[i])
+			v := append([]byte("Bearer "[:c%7]), values[c%len(values)]...)
+			in = base64.StdEncoding.AppendEncode(in, append(v, '\n'))
+		default:
+			in = append(in, b)
+		}
+	}
+	if len(in) > 1<<14 {
+		return nil, nil, nil
+	}
+	return secrets, forms, in
+}
+
+// fuzzSizes turns fuzz bytes into write sizes; 0 is an empty write, and
+// at least one size is not 0.
+func fuzzSizes(chunks []byte) []int {
+	var sizes []int
+	for _, c := range chunks {
+		sizes = append(sizes, int(c))
+	}
+	if !slices.ContainsFunc(sizes, func(n int) bool { return n > 0 }) {
+		sizes = append(sizes, 1)
+	}
+	return sizes
+}
+
+// checkNoForm fails if out holds a whole form, or, with end set, ends with
+// a proper prefix of one; forms a marker could rebuild ("[REDACTED:s1]"
+// holds "ACTED") are left out.
+func checkNoForm(t *testing.T, out []byte, forms []refForm, end bool) {
+	t.Helper()
+	markers := map[string]bool{}
+	for _, f := range forms {
+		markers[string(f.marker)] = true
+	}
+	byFirst := map[byte][]refForm{}
+	for _, f := range forms {
+		if bytes.ContainsAny(f.text, "[]") || markerContains(markers, f.text) {
+			continue
+		}
+		if bytes.Contains(out, f.text) {
+			t.Fatalf("output %q contains secret form %q", out, f.text)
+		}
+		byFirst[f.text[0]] = append(byFirst[f.text[0]], f)
+	}
+	for i := 0; end && i < len(out); i++ {
+		for _, f := range byFirst[out[i]] {
+			if len(f.text) > len(out)-i && bytes.HasPrefix(f.text, out[i:]) {
+				t.Fatalf("output %q ends with %q, the start of secret form %q", out, out[i:], f.text)
+			}
+		}
+	}
 }
 
 func FuzzRedactStream(f *testing.F) {
@@ -185,91 +310,42 @@ func FuzzRedactStream(f *testing.F) {
 	// Long secrets take the widest stride of the scan.
 	f.Add(bytes.Repeat([]byte("log line \xfe and more text\n"), 40), []byte("0123456789abcdefghijKLMN\xffzyxwvutsrqponmlkjihgfedcba9876\xff+/+/+/+/+/+/+/+/+/+/+/+/"), []byte{13, 200, 1})
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte) {
-		secrets := map[string][]byte{}
-		forms := map[string]string{} // every form of every secret -> marker
-		var inject []string          // forms spliced in where data has 0xfe
-		names := map[string]string{} // form -> owning name, first name wins
-		for i, s := range bytes.Split(secretBlob, []byte{0xff}) {
-			if len(s) < MinSecretLen || len(s) > 64 || i >= 8 {
-				continue
-			}
-			name := fmt.Sprintf("s%d", i)
-			secrets[name] = s
+		secrets, forms, in := fuzzInput(data, secretBlob)
+		if secrets == nil {
+			t.Skip("input too large to check quickly")
 		}
 		r, err := newRedactor(secrets)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 8; i++ {
-			name := fmt.Sprintf("s%d", i)
-			s, ok := secrets[name]
-			if !ok {
-				continue
-			}
-			for _, form := range secretForms(s) {
-				if _, dup := names[form]; !dup {
-					names[form] = name
-					forms[form] = "[REDACTED:" + name + "]"
-					inject = append(inject, form)
-				}
-			}
-		}
-		var in []byte
-		for i, b := range data {
-			if b == 0xfe && len(inject) > 0 {
-				in = append(in, inject[i%len(inject)]...)
-				continue
-			}
-			in = append(in, b)
-		}
-		if len(in) > 1<<16 {
-			t.Skip("input too large to check quickly")
-		}
-		sizes := []int{}
-		for _, c := range chunks {
-			sizes = append(sizes, int(c))
-		}
-		if len(sizes) == 0 || slicesAllZero(sizes) {
-			sizes = append(sizes, 1)
-		}
-
 		want := referenceRedact(in, forms)
 		if got := r.Redact(in); !bytes.Equal(got, want) {
 			t.Fatalf("Redact = %q; want %q", got, want)
 		}
+		sizes := fuzzSizes(chunks)
 		got := redactChunked(r, in, sizes)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("chunked %v = %q; want %q", sizes, got, want)
 		}
-		// A form that overlaps the marker text could be rebuilt by it
-		// ("[REDACTED:s1]" contains "ACTED"); every other form must be gone.
-		for form := range forms {
-			if strings.ContainsAny(form, "[]") || markerContains(forms, form) {
-				continue
-			}
-			if bytes.Contains(got, []byte(form)) {
-				t.Fatalf("output %q contains secret form %q", got, form)
-			}
-		}
+		checkNoForm(t, got, forms, false)
 	})
 }
 
-func slicesAllZero(s []int) bool {
-	for _, v := range s {
-		if v != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func markerContains(forms map[string]string, form string) bool {
-	for _, marker := range forms {
-		if strings.Contains(marker, form) {
+func markerContains(markers map[string]bool, form []byte) bool {
+	for m := range markers {
+		if strings.Contains(m, string(form)) {
 			return true
 		}
 	}
 	return false
+}
+
+func mustJSON(s string) []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // newRedactor builds a Redactor from secrets keyed by name.
@@ -279,4 +355,27 @@ func newRedactor(m map[string][]byte) (*Redactor, error) {
 		list = append(list, Secret{Name: name, Value: v})
 	}
 	return New(list)
+}
+
+// TestRedactManySecrets fills the grams table beyond its smallest size:
+// every secret is still found, raw and encoded, among ordinary text.
+func TestRedactManySecrets(t *testing.T) {
+	secrets := map[string][]byte{}
+	for i := range 1000 {
+		secrets[fmt.Sprintf("k%d", i)] = fmt.Appendf(nil, "tok-%08x-%08x-%04d", uint32(i)*2654435761, uint32(i)*40503, i)
+	}
+	r, err := newRedactor(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.grams) <= 1<<minGramWordsLog {
+		t.Fatalf("grams table has %d words; want it grown past %d", len(r.grams), 1<<minGramWordsLog)
+	}
+	for name, v := range secrets {
+		for _, in := range []string{"a " + string(v) + " b", "x" + hex.EncodeToString(v), base64.StdEncoding.EncodeToString(append([]byte("Bearer "), v...))} {
+			if got := r.RedactString(in); !strings.Contains(got, "[REDACTED:"+name+"]") {
+				t.Fatalf("RedactString(%q) = %q; want [REDACTED:%s] in it", in, got, name)
+			}
+		}
+	}
 }

@@ -1,0 +1,171 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+const token = "ghp_0123456789abcdefghijKLMNOPQRSTuvwxyz"
+
+// TestStreamCut cuts a stream at every point of a secret in some of its
+// forms: what was held back is replaced, never emitted, and the output
+// holds no start of the secret.
+func TestStreamCut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	key := pemKey(rng, "OPENSSH PRIVATE KEY", 399, 70)
+	secrets := map[string][]byte{"gh": []byte(token), "key": key}
+	r, err := newRedactor(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forms := referenceForms(secrets)
+	for _, tt := range []struct{ name, in string }{
+		{"raw", "token: " + token + "\n"},
+		{"JSON", `{"token":"` + token + `"}`},
+		{"hex", "x=" + hex.EncodeToString([]byte(token))},
+		{"base64 after Bearer", base64.StdEncoding.EncodeToString([]byte("Bearer " + token))},
+		{"key", "$ cat id\n" + string(key)},
+		{"key line", "$ sed -n 3p id\n" + strings.Split(string(key), "\n")[2] + "\n"},
+	} {
+		for cut := range len(tt.in) + 1 {
+			var out []byte
+			w := r.NewStream(func(p []byte) { out = append(out, p...) })
+			for _, c := range []byte(tt.in[:cut]) {
+				w.Write([]byte{c})
+			}
+			w.Cut()
+			checkNoForm(t, out, forms, true)
+			// What was emitted before the cut is what the whole input
+			// gives; a marker may follow in place of the held-back bytes.
+			want := r.Redact([]byte(tt.in[:cut]))
+			if !bytes.Equal(out, want) {
+				emitted := bytes.TrimSuffix(bytes.TrimSuffix(out, []byte("[REDACTED:gh]")), []byte("[REDACTED:key]"))
+				if len(emitted) == len(out) || !bytes.HasPrefix(want, emitted) {
+					t.Fatalf("%s cut at %d: got %q; want %q, or a prefix of it and a marker", tt.name, cut, out, want)
+				}
+			}
+		}
+	}
+}
+
+// TestStreamCutMarker checks which bytes a cut replaces, and with what.
+func TestStreamCutMarker(t *testing.T) {
+	r, err := newRedactor(map[string][]byte{"a": []byte("abcdefgh"), "b": []byte("abcxyz12345"), "gh": []byte(token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"done\n", "done\n"},
+		{"x g", "x [REDACTED:gh]"},
+		{"x " + token[:len(token)-1], "x [REDACTED:gh]"},
+		{"x ab", "x [REDACTED:a]"},   // the shortest pattern ab begins
+		{"x abcx", "x [REDACTED:b]"}, // only b goes on with abcx
+		{"x abcdefgh", "x [REDACTED:a]"},
+		{"x abcdefgh ", "x [REDACTED:a] "},
+	}
+	for _, tt := range tests {
+		var out []byte
+		w := r.NewStream(func(p []byte) { out = append(out, p...) })
+		w.Write([]byte(tt.in))
+		w.Cut()
+		if string(out) != tt.want {
+			t.Errorf("Cut after %q: got %q; want %q", tt.in, out, tt.want)
+		}
+	}
+}
+
+// TestRedactEnd checks the end rule: a cut-off pattern at the end of the
+// input is replaced when it is at least 8 bytes and half the pattern.
+func TestRedactEnd(t *testing.T) {
+	r, err := newRedactor(map[string][]byte{"gh": []byte(token), "pin": []byte("pin-2468-x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, in, want string }{
+		{"head -c -1", token[:len(token)-1], "[REDACTED:gh]"},
+		{"half", "t=" + token[:len(token)/2], "t=[REDACTED:gh]"},
+		{"less than half", "t=" + token[:len(token)/2-1], "t=" + token[:len(token)/2-1]},
+		{"8 bytes of a 10-byte secret", "n=pin-2468", "n=[REDACTED:pin]"},
+		{"7 bytes", "n=pin-246", "n=pin-246"},
+		{"not at the end", token[:len(token)-1] + "\n", token[:len(token)-1] + "\n"},
+		{"whole secret", "n=pin-2468-x", "n=[REDACTED:pin]"},
+	}
+	for _, tt := range tests {
+		if got := r.RedactString(tt.in); got != tt.want {
+			t.Errorf("%s: RedactString(%q) = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+		if got := redactChunked(r, []byte(tt.in), []int{3}); string(got) != tt.want {
+			t.Errorf("%s: streamed %q = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestStreamHoldsBackOnlyStarts checks that a stream emits at once every
+// byte that cannot begin a secret, so a running command's output is seen
+// while it runs, however long the longest pattern.
+func TestStreamHoldsBackOnlyStarts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	r, err := newRedactor(map[string][]byte{"gh": []byte(token), "key": pemKey(rng, "PRIVATE KEY", 1218, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ in, held string }{
+		{"plain line\n", ""},
+		{"almost " + token[:10], token[:10]},
+		{"x g", "g"},
+		{"-----BEGIN PRIVATE KEY-----\n", "-----BEGIN PRIVATE KEY-----\n"},
+		{"-----BEGIN PRIVATE KEY-----\nno\n", ""},
+	}
+	for _, tt := range tests {
+		var out []byte
+		w := r.NewStream(func(p []byte) { out = append(out, p...) })
+		w.Write([]byte(tt.in))
+		if want := tt.in[:len(tt.in)-len(tt.held)]; string(out) != want {
+			t.Errorf("after %q: emitted %q; want %q", tt.in, out, want)
+		}
+	}
+}
+
+// FuzzRedactCut cuts a stream at any point. The output never ends with
+// the start of a form or holds a whole one, and it is what the input
+// before the cut gives, or a prefix of that and a marker.
+func FuzzRedactCut(f *testing.F) {
+	f.Add([]byte("token=\xfe and \xfe\xfe end"), []byte("s3cr3t\xffanother-one"), []byte{1, 2, 3}, uint16(12))
+	f.Add([]byte("Authorization: \xfd\x03"), []byte("ghp_0123456789abcdef"), []byte{5}, uint16(20))
+	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte, cut uint16) {
+		secrets, forms, in := fuzzInput(data, secretBlob)
+		if secrets == nil {
+			t.Skip("input too large to check quickly")
+		}
+		r, err := newRedactor(secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = in[:int(cut)%(len(in)+1)]
+		var out []byte
+		w := r.NewStream(func(p []byte) { out = append(out, p...) })
+		sizes := fuzzSizes(chunks)
+		for i, rest := 0, in; len(rest) > 0; i++ {
+			n := min(sizes[i%len(sizes)], len(rest))
+			w.Write(rest[:n])
+			rest = rest[n:]
+		}
+		w.Cut()
+		checkNoForm(t, out, forms, true)
+		want := referenceRedact(in, forms)
+		if bytes.Equal(out, want) {
+			return
+		}
+		for _, f := range forms {
+			if emitted, ok := bytes.CutSuffix(out, f.marker); ok && bytes.HasPrefix(want, emitted) {
+				return
+			}
+		}
+		t.Fatalf("cut after %q: got %q; want %q, or a prefix of it and a marker", in, out, want)
+	})
+}
