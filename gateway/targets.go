@@ -99,7 +99,7 @@ func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[st
 		case v.Len() < redact.MinSecretLen:
 			// Too short to redact: the targets that use it fail, the
 			// server does not.
-			errs[name] = &redact.ShortSecretError{Name: name}
+			errs[name] = fmt.Errorf("%w; store a longer value with: actiongw secret set %s", &redact.ShortSecretError{Name: name}, name)
 		default:
 			values[name] = v
 		}

@@ -79,6 +79,7 @@ func TestReleaseGate(t *testing.T) {
 	t.Run("noisy stderr", g.noisyStderr)
 	t.Run("cancel", g.cancelStates)
 	t.Run("host stops reading stdout while actions run", g.blockedHost)
+	t.Run("hostile agent", hostileAgent) // servers of its own
 
 	for name, c := range map[string]*mcphost.Client{"gate": g.client, "transport": th.client} {
 		if m := c.Metrics(); m.ParseErrors != 0 || m.OversizeFrames != 0 {

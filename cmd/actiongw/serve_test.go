@@ -75,6 +75,8 @@ type servedOptions struct {
 	tables string
 	// prepare runs on the state directory before serve starts.
 	prepare func(state string)
+	// token is the API token in the keyring; empty means a random hex one.
+	token string
 }
 
 func startServedWith(t testing.TB, o servedOptions) *served {
@@ -82,7 +84,7 @@ func startServedWith(t testing.TB, o servedOptions) *served {
 	stopMode := cmp.Or(o.stopMode, "signal")
 	testenv.SecretService(t)
 	s := &served{sshd: sshtest.Start(t, sshtest.Options{}), release: make(chan struct{}),
-		token: "tok-" + randomHex(t, 12), stderr: &syncbuf.Buffer{}}
+		token: cmp.Or(o.token, "tok-"+randomHex(t, 12)), stderr: &syncbuf.Buffer{}}
 	s.api = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(func() { close(s.release); s.api.Close() })
 	var err error
