@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,8 +18,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
 
 // remotePIDFile is a file for a remote command to write its pid to, removed
@@ -164,4 +170,150 @@ func readAuditLog(t *testing.T, state string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// auditVerify runs `actiongw audit verify` on s's config and keyring.
+func (s *served) auditVerify(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(actiongwBinary(t), "audit", "verify", "-config", s.cfgPath)
+	cmd.Env = s.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("audit verify: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestServeSharedStateDir runs three servers on one state directory, as two
+// MCP clients on one laptop do: they append concurrently and the audit log
+// stays one verified chain; no server's start removes another's running
+// action; each reads its own handles.
+func TestServeSharedStateDir(t *testing.T) {
+	s := startServed(t, "signal")
+	first := s.client
+	release := remotePIDFile(t)
+	running := s.start(t, "ssh_exec", map[string]any{"target": "box", "command": "echo started; while [ ! -e " + release + " ]; do sleep 0.1; done"})
+	testenv.WaitFor(t, 20*time.Second, "the first server's command to run", func() bool { return s.health(t).ActiveActions == 1 })
+	clients := []*mcphost.Client{first, s.startServer(t, &syncbuf.Buffer{}), s.startServer(t, &syncbuf.Buffer{})}
+
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		for j := range 30 {
+			wg.Go(func() {
+				var r *mcp.CallToolResult
+				if j%2 == 0 {
+					r = callOn(t, c, "http_request", map[string]any{"endpoint": "api", "method": "GET", "path": fmt.Sprintf("/%d/%d", i, j)})
+				} else {
+					r = callOn(t, c, "ssh_exec", map[string]any{"target": "box", "command": fmt.Sprintf("echo %d %d", i, j)})
+				}
+				if r.IsError {
+					t.Errorf("server %d call %d: %s", i, j, resultText(r))
+					return
+				}
+				var out struct{ Handle string }
+				b, _ := json.Marshal(r.StructuredContent)
+				json.Unmarshal(b, &out)
+				if p := callOn(t, c, "read_output", map[string]any{"handle": out.Handle, "stream": map[bool]string{true: "body", false: "stdout"}[j%2 == 0]}); p.IsError {
+					t.Errorf("server %d reads its own handle: %s", i, resultText(p))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	os.WriteFile(release, nil, 0o644)
+	r, err := running.WaitTool(context.Background())
+	if err != nil || r.IsError {
+		t.Fatalf("the first server's long command: %v %s", err, resultText(r))
+	}
+	out := decode[gateway.SSHExecOutput](t, r)
+	if p := callOn(t, first, "read_output", map[string]any{"handle": out.Handle, "stream": "stdout"}); p.IsError || decode[output.Page](t, p).Data != "started\n" {
+		t.Errorf("the action that ran while two more servers started: %s", resultText(p))
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+	if report := s.auditVerify(t); !strings.Contains(report, "carry valid macs") {
+		t.Errorf("audit verify after three servers:\n%s", report)
+	}
+}
+
+// TestServeRestartAfterKill kills serve with SIGKILL during an action; the
+// next start records the orphaned intent as interrupted and says so.
+func TestServeRestartAfterKill(t *testing.T) {
+	s := startServed(t, "signal")
+	pidFile := remotePIDFile(t)
+	command := "echo $$ > " + pidFile + "; exec sleep 1000"
+	s.start(t, "ssh_exec", map[string]any{"target": "box", "command": command})
+	pid := waitPID(t, pidFile)
+	if err := syscall.Kill(s.client.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !sshtest.WaitGone(pid, 60*time.Second) {
+		t.Errorf("remote command %d outlived its server", pid)
+	}
+	stderr := &syncbuf.Buffer{}
+	next := s.startServer(t, stderr)
+	if rec := outcomeOf(t, s.state, command); rec.Status != audit.StatusInterrupted {
+		t.Errorf("the killed server's action: outcome %+v; want interrupted", rec)
+	}
+	if !strings.Contains(stderr.String(), "recorded as interrupted") {
+		t.Errorf("the next start does not log the interrupted action:\n%s", stderr)
+	}
+	next.Close()
+	s.auditVerify(t)
+}
+
+// TestServeAuditRotation writes more than audit_rotate_bytes: the log
+// rotates, the chain goes on across the files, and verify checks them all.
+func TestServeAuditRotation(t *testing.T) {
+	s := startServedWith(t, servedOptions{server: "audit_rotate_bytes = 1048576\nmax_concurrent_actions = 32"})
+	path := filepath.Join("/" + strings.Repeat("x", 900)) // a long path: bigger records
+	var wg sync.WaitGroup
+	for range 1400 {
+		wg.Go(func() { s.call(t, "http_request", map[string]any{"endpoint": "api", "method": "GET", "path": path}) })
+	}
+	wg.Wait()
+	s.client.Close()
+	rotated, _ := filepath.Glob(filepath.Join(s.state, "audit.*.jsonl"))
+	if len(rotated) == 0 {
+		t.Errorf("no rotated audit file after about 2.8 MB of records")
+	}
+	if report := s.auditVerify(t); !strings.Contains(report, fmt.Sprintf("in %d files", len(rotated)+1)) {
+		t.Errorf("audit verify does not cover every file:\n%s", report)
+	}
+}
+
+// TestServeStateDiskFull fills the state directory's disk: the next action
+// runs and is recorded once the oldest finished action is evicted from the
+// spool to make room.
+func TestServeStateDiskFull(t *testing.T) {
+	testenv.Root(t, "it mounts a tmpfs")
+	s := startServedWith(t, servedOptions{server: "retain_head_bytes = 2097152", prepare: func(state string) {
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", state).CombinedOutput(); err != nil {
+			t.Fatalf("mount tmpfs: %v\n%s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", "-l", state).Run() })
+	}})
+	// A finished action keeps 2 MB in the spool; then a file fills the rest.
+	big := decode[gateway.SSHExecOutput](t, s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "head -c 2000000 /dev/zero | tr '\\0' x"}))
+	filler, err := os.Create(filepath.Join(s.state, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = filler.Write(make([]byte, 64<<10))
+	}
+	filler.Close()
+	r := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "echo still recorded"})
+	if text := resultText(r); r.IsError || strings.Contains(text, "WARNING") {
+		t.Errorf("an action on a full state disk: %s; want it run and recorded", text)
+	}
+	if rec := outcomeOf(t, s.state, "echo still recorded"); rec.Status != "exited" {
+		t.Errorf("its outcome: %+v", rec)
+	}
+	if p := s.call(t, "read_output", map[string]any{"handle": big.Handle, "stream": "stdout"}); !strings.Contains(resultText(p), "evicted") {
+		t.Errorf("the oldest action after the disk filled: %s; want it evicted to make room", resultText(p))
+	}
+	s.client.Close()
+	s.auditVerify(t)
 }
