@@ -125,13 +125,8 @@ func (e *OutputLimitError) Error() string {
 // with the first write error.
 func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error) {
 	start := time.Now()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if d := req.Timeout; d > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, d, &TimeoutError{d})
-		defer stop()
-	}
+	ctx, cancel, stop := runContext(ctx, req.Timeout)
+	defer stop()
 	l, err := p.Acquire(ctx, t, forever)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -221,14 +216,21 @@ func (l *Lease) Release() {
 // req.Timeout counted from here; it releases the lease when it returns.
 func (l *Lease) Run(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if d := req.Timeout; d > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, d, &TimeoutError{d})
-		defer stop()
-	}
+	ctx, cancel, stop := runContext(ctx, req.Timeout)
+	defer stop()
 	return l.run(ctx, cancel, start, req)
+}
+
+// runContext is the context of a run: cancel ends it with a cause (the
+// output limit does), and timeout, when positive, with a *TimeoutError.
+// stop releases it.
+func runContext(ctx context.Context, timeout time.Duration) (_ context.Context, cancel context.CancelCauseFunc, stop func()) {
+	ctx, cancel = context.WithCancelCause(ctx)
+	if timeout <= 0 {
+		return ctx, cancel, func() { cancel(nil) }
+	}
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, &TimeoutError{timeout})
+	return ctx, cancel, func() { cancelTimeout(); cancel(nil) }
 }
 
 func (l *Lease) run(ctx context.Context, cancel context.CancelCauseFunc, start time.Time, req Request) (*Result, error) {
