@@ -109,7 +109,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	g := &Gateway{
 		cfg: cfg, log: log, red: red, spool: spool, audit: auditLog, auditBroken: broken,
 		ssh: sshexec.NewPool(log), http: httpact.NewClient(log),
-		limit:         newLimiter(s.MaxConcurrentActions, perTarget, s.QueueWait),
+		limit:         newLimiter(log, s.MaxConcurrentActions, perTarget, s.QueueWait),
 		sshTargets:    tg.ssh,
 		httpEndpoints: tg.http,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -29,13 +30,14 @@ var errQueueWait = errors.New("queue_wait passed")
 // A call waits for a slot in its handler's goroutine, never in the
 // transport's reader.
 type limiter struct {
+	log       *slog.Logger
 	server    chan struct{}
 	perTarget map[string]chan struct{}
 	wait      time.Duration
 }
 
-func newLimiter(server int, perTarget map[string]int, wait time.Duration) *limiter {
-	l := &limiter{server: make(chan struct{}, server), perTarget: map[string]chan struct{}{}, wait: wait}
+func newLimiter(log *slog.Logger, server int, perTarget map[string]int, wait time.Duration) *limiter {
+	l := &limiter{log: log, server: make(chan struct{}, server), perTarget: map[string]chan struct{}{}, wait: wait}
 	for name, n := range perTarget {
 		if n > 0 {
 			l.perTarget[name] = make(chan struct{}, n)
@@ -60,6 +62,7 @@ func (l *limiter) take(ctx context.Context, scope, target string) (release func(
 		return func() { <-ch }, nil
 	default:
 	}
+	l.log.Debug("waiting for a slot", "scope", scope, "target", target, "limit", cap(ch))
 	select {
 	case ch <- struct{}{}:
 		return func() { <-ch }, nil
