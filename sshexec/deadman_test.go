@@ -200,6 +200,13 @@ func TestDeadManHeartbeat(t *testing.T) {
 	if err != nil || out.res.Status != StatusExited || *out.res.ExitCode != 0 || out.stdout != " done\n" {
 		t.Fatalf("got %+v, stdout %q, %v; want exited 0 after the deadline, and stdin at end of file", out.res, out.stdout, err)
 	}
+	// With stdin, which goes through a FIFO while the heartbeats follow it.
+	var stdout syncbuf.Buffer
+	res, err := p.Run(context.Background(), tg, Request{Stdin: []byte("a line\n"), Stdout: &stdout,
+		Command: fmt.Sprintf("wc -l; sleep %d; cat; echo done", int(d.Seconds())+2)})
+	if err != nil || res.Status != StatusExited || strings.Fields(stdout.String())[0] != "1" || !strings.HasSuffix(stdout.String(), "done\n") {
+		t.Fatalf("with stdin: got %+v, stdout %q, %v; want the line counted, end of file, exited 0", res, stdout.String(), err)
+	}
 }
 
 // TestStopEscapees stops commands whose processes left the process group

@@ -32,8 +32,9 @@ import (
 //     stays. (It is killed with KILL: it ignores TERM, so that a TERM to
 //     the group, which stops the command, leaves it to finish the job.)
 //
-// The wrapper needs mktemp and mkfifo; without them the command runs
-// unarmed, reading the session's stdin directly, and the marker says so.
+// A command with stdin needs mkfifo (its stdin is pumped through a FIFO
+// in $TMPDIR); without it the command runs unarmed, reading the session's
+// stdin directly, and the marker says so.
 // On a pseudo-terminal it is never armed: the command's stdin stays the
 // terminal, and the kernel hangs the session up when sshd closes it.
 
@@ -64,14 +65,24 @@ const markedFunc = `__agw_marked() {
 `
 
 // wrapperScript runs the command @CMD@ (shell-quoted) with @N@ bytes of
-// stdin; @P@ is how many seconds without a heartbeat fire the switch.
+// stdin; @P@ is how many seconds without a heartbeat fire the switch. @ARM@
+// decides whether it is armed: __agw_a=1, and __agw_f names the FIFO that
+// carries the command's stdin when it has any. Without stdin the command
+// reads /dev/null, and arming costs one fork: the command's start and end
+// wait for nothing else (a FIFO adds a mkfifo; its removal runs in the
+// watcher).
 const wrapperScript = `@ARM@
-printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_d:+armed}" >&2
-` + markedFunc + `if [ -n "$__agw_d" ]; then
+printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
+` + markedFunc + `if [ -n "$__agw_a" ]; then
 	exec 3<&0
 	(
 		trap '' HUP INT TERM
-		head -c @N@ <&3 >"$__agw_d/in"
+		if [ -n "$__agw_f" ]; then
+			exec 4>"$__agw_f" # returns once the command opened its end
+			rm -f "$__agw_f"
+			head -c @N@ <&3 >&4
+			exec 4>&-
+		fi
 		if command -v timeout >/dev/null 2>&1; then
 			while __agw_b=$(timeout @P@ head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
 		else
@@ -79,30 +90,36 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_d:+armed}" >&2
 		fi
 		kill -TERM -$$ $(__agw_marked) 2>/dev/null
 		sleep 1
-		rm -rf "$__agw_d"
 		kill -KILL $(__agw_marked) 2>/dev/null
 		kill -KILL -$$ 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	__agw_w=$!
-	trap 'kill -KILL $__agw_w 2>/dev/null; rm -rf "$__agw_d"' EXIT
+	trap 'kill -KILL $__agw_w 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
 	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
-	eval @CMD@ <"$__agw_d/in" 3<&-
+	eval @CMD@ <"${__agw_f:-/dev/null}" 3<&-
 else
 	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
 	eval @CMD@
 fi`
 
-// armLine makes the FIFO that arms the dead-man switch, or leaves
-// __agw_d empty when it cannot.
-const armLine = `__agw_d=$(mktemp -d 2>/dev/null) && mkfifo "$__agw_d/in" 2>/dev/null || __agw_d=`
+// The lines that set @ARM@: not armed; armed without stdin; armed with a
+// FIFO for stdin, or not armed when it cannot be made.
+const (
+	armOff  = `__agw_a= __agw_f=`
+	armOn   = `__agw_a=1 __agw_f=`
+	armFIFO = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
+)
 
 // wrap returns the script that runs command on the target; see
 // wrapperScript. With arm, the dead-man switch is armed where the host
 // allows; deadline is how long its watcher waits for a heartbeat.
 func wrap(command, runID string, stdinLen int, arm bool, deadline time.Duration) string {
-	line := "__agw_d="
-	if arm {
-		line = armLine
+	line := armOff
+	switch {
+	case arm && stdinLen > 0:
+		line = armFIFO
+	case arm:
+		line = armOn
 	}
 	return strings.NewReplacer(
 		"@ARM@", line,
