@@ -47,6 +47,7 @@ func hostileAgent(t *testing.T) {
 	t.Run("the spool cap counts every file", hostileSpoolFiles)
 	t.Run("a short secret fails its target, not the server", hostileShortSecret)
 	t.Run("a state directory others can write is refused", hostileOpenStateDir)
+	t.Run("a query credential is not sent on in a Referer", hostileReferer)
 }
 
 // mirror is an HTTP API that reflects the request's credential in every
@@ -83,6 +84,11 @@ func (m *mirror) serve(w http.ResponseWriter, r *http.Request) {
 		body = hex.EncodeToString([]byte(token)) + "|" + strings.ToUpper(hex.EncodeToString([]byte(token))) + "\n"
 	case "/form/header-name":
 		w.Header().Set("X-"+token, "1")
+	case "/form/redirect":
+		http.Redirect(w, r, "/form/landing?"+r.URL.RawQuery, http.StatusFound)
+		return
+	case "/form/landing":
+		body = "referer=" + r.Header.Get("Referer") + "\n"
 	}
 	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		w.Header().Set("Content-Encoding", "gzip")
@@ -326,7 +332,8 @@ func hostileShortSecret(t *testing.T) {
 	s.promptly(t)
 }
 
-// hostileOpenStateDir: a state directory others can write is refused.
+// hostileOpenStateDir: a state directory others can write is refused; a
+// config others can read is warned about.
 func hostileOpenStateDir(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
@@ -338,12 +345,35 @@ func hostileOpenStateDir(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[server]\nstate_dir = %q\n", state)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(actiongwBinary(t), "serve", "-config", cfg)
-	cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE=actiongw-test-"+randomHex(t, 6))
-	out, err := cmd.CombinedOutput() // stdin is /dev/null: serve would end at once
+	serve := func() ([]byte, error) {
+		cmd := exec.Command(actiongwBinary(t), "serve", "-config", cfg)
+		cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE=actiongw-test-"+randomHex(t, 6))
+		return cmd.CombinedOutput() // stdin is /dev/null: serve ends at once
+	}
+	out, err := serve()
 	if err == nil || !strings.Contains(string(out), "writable by other users") || !strings.Contains(string(out), "chmod 700") {
 		t.Errorf("serve on a 0777 state directory: %v\n%s\nwant it refused, naming chmod 700", err, out)
 	}
+	// A config others can read is served, with a warning.
+	os.Chmod(state, 0o700)
+	os.Chmod(cfg, 0o644)
+	if out, err := serve(); err != nil || !strings.Contains(string(out), "readable by other users") {
+		t.Errorf("serve with a config mode 0644: %v\n%s\nwant it served, with a warning", err, out)
+	}
+}
+
+// hostileReferer: with auth = "query", a followed redirect carried the
+// token on in the Referer header, which the landing page echoed.
+func hostileReferer(t *testing.T) {
+	m := startMirror(t)
+	tables := fmt.Sprintf("[http.mirrorq]\nbase_url = %q\npaths = [\"/form/*\"]\nauth = \"query\"\nparam = \"key\"\ntoken_secret = \"api-token\"\nallow_private = true\nfollow_redirects = \"same-origin\"\n", m.srv.URL)
+	s := startServedWith(t, servedOptions{tables: tables})
+	r := s.call(t, "http_request", map[string]any{"endpoint": "mirrorq", "method": "GET", "path": "/form/redirect"})
+	if out := decode[gateway.HTTPRequestOutput](t, r); r.IsError || out.Body.Head != "referer=\n" {
+		t.Errorf("the landing page of a followed redirect: %s; want it to see no Referer", resultText(r))
+	}
+	s.client.Close()
+	s.assertNoSecretIn(t, s.token)
 }
 
 // callOn calls a tool on another server's client.

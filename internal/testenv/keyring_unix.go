@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,11 +26,12 @@ import (
 // These are the systems where go-keyring (and so actiongw) uses the
 // Secret Service; the build constraint is secrets/bus_unix.go's.
 
-// keyring is the process's private Secret Service, started once.
+// keyring is the process's private Secret Service, started by the first
+// test that needs it, and again by the next one should it have died (a
+// crash of gnome-keyring-daemon fails only the test in flight).
 var keyring struct {
-	once   sync.Once
+	mu     sync.Mutex
 	addr   string
-	err    error
 	dir    string
 	bus    *daemon
 	daemon *daemon
@@ -42,9 +44,17 @@ func secretService(t testing.TB) string {
 			Missing(t, secretServicePart, secretServiceHow)
 		}
 	}
-	keyring.once.Do(func() { keyring.err = startSecretService() })
-	if keyring.err != nil {
-		t.Fatalf("starting the tests' Secret Service: %v", keyring.err)
+	keyring.mu.Lock()
+	defer keyring.mu.Unlock()
+	if keyring.daemon != nil && !keyring.daemon.exited() && !keyring.bus.exited() {
+		return keyring.addr
+	}
+	if keyring.dir != "" {
+		t.Log("the tests' Secret Service died; starting a new one")
+		stopSecretService()
+	}
+	if err := startSecretService(); err != nil {
+		t.Fatalf("starting the tests' Secret Service: %v", err)
 	}
 	return keyring.addr
 }
@@ -101,7 +111,7 @@ func stopSecretService() error {
 	}
 	err := errors.Join(keyring.daemon.stop(), keyring.bus.stop())
 	os.RemoveAll(keyring.dir)
-	keyring.dir = ""
+	keyring.dir, keyring.daemon, keyring.bus = "", nil, nil
 	return err
 }
 
@@ -167,9 +177,10 @@ func startBus(dir string) (*daemon, string, error) {
 
 // daemon is a process the tests started and stop.
 type daemon struct {
-	cmd  *exec.Cmd
-	log  *syncbuf.Buffer
-	done chan struct{}
+	cmd      *exec.Cmd
+	log      *syncbuf.Buffer
+	done     chan struct{}
+	stopping atomic.Bool
 }
 
 func startDaemon(cmd *exec.Cmd) (*daemon, error) {
@@ -182,7 +193,11 @@ func startDaemon(cmd *exec.Cmd) (*daemon, error) {
 		return nil, err
 	}
 	go func() {
-		cmd.Wait()
+		err := cmd.Wait()
+		if !d.stopping.Load() {
+			// Every later test that needs it fails: say why, once.
+			fmt.Fprintf(os.Stderr, "testenv: %s exited while the tests ran (%v); its log:\n%s\n", filepath.Base(cmd.Path), err, d.log)
+		}
 		close(d.done)
 	}()
 	return d, nil
@@ -202,6 +217,7 @@ func (d *daemon) stop() error {
 	if d == nil {
 		return nil
 	}
+	d.stopping.Store(true)
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
