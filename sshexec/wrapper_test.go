@@ -7,7 +7,7 @@ import (
 )
 
 // unquote undoes shellQuote: a single-quoted word in which each ' is
-// written '\''. It reports false for anything else.
+// written '\”. It reports false for anything else.
 func unquote(q string) (string, bool) {
 	if len(q) < 2 || q[0] != '\'' || q[len(q)-1] != '\'' {
 		return "", false
