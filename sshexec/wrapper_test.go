@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// unquote undoes shellQuote: a single-quoted word in which each ' is
-// written '\”. It reports false for anything else.
+// unquote undoes shellQuote: a single-quoted word in which each quote
+// closes the quoting, is escaped with a backslash and reopens it. It
+// reports false for anything else.
 func unquote(q string) (string, bool) {
 	if len(q) < 2 || q[0] != '\'' || q[len(q)-1] != '\'' {
 		return "", false
