@@ -7,16 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
@@ -24,7 +23,12 @@ import (
 
 // Options configure a Gateway.
 type Options struct {
-	Config *config.Config
+	// Config is the configuration to start with; ConfigError, when set, is
+	// why there is none (it could not be loaded). The gateway then starts
+	// without one and refuses every action with that error until Reload
+	// gives it a configuration that loads.
+	Config      *config.Config
+	ConfigError error
 	// Secrets is where referenced secrets are read; nil means the OS
 	// keyring under service "actiongw".
 	Secrets SecretStore
@@ -37,22 +41,19 @@ var ErrShutdown = errors.New("server shutting down")
 
 // Gateway runs actions: it checks policy, injects credentials, runs the
 // action with its output going through redacting captures into the spool,
-// and writes the audit trail. It is safe for concurrent use.
+// and writes the audit trail. Its configuration and secrets can be
+// reloaded while it runs (Reload). It is safe for concurrent use.
 type Gateway struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	red   *redact.Redactor
-	spool *output.Spool
-	audit *audit.Log // nil when auditBroken is set
-	// auditBroken is why the audit log cannot be written (damaged, or its
-	// key is missing): every action is refused with it.
-	auditBroken error
-	ssh         *sshexec.Pool
-	http        *httpact.Client
-	limit       *limiter
+	log      *slog.Logger
+	store    SecretStore
+	auditKey audit.Key // nil without a keyring
+	ssh      *sshexec.Pool
+	http     *httpact.Client
 
-	sshTargets    map[string]*sshTarget
-	httpEndpoints map[string]*httpEndpoint
+	mu   sync.Mutex // serializes loads of the configuration
+	cur  atomic.Pointer[state]
+	red  atomic.Pointer[redact.Redactor] // knows every secret loaded since start
+	note atomic.Pointer[string]          // for the next tool result; see TakeNote
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelCauseFunc
@@ -62,59 +63,40 @@ type Gateway struct {
 
 // New loads every secret the config references, registers them with the
 // redactor, and opens the spool and the audit log under the state
-// directory. A secret that cannot be loaded makes only the targets that use
-// it fail, with the same error on every call; a secret too short to redact
-// safely is refused here.
-func New(ctx context.Context, opts Options) (*Gateway, error) {
-	cfg, log := opts.Config, opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// directory. It always returns a gateway: a secret that cannot be loaded
+// makes only the targets that use it fail, with an error that says how to
+// store it (and it is looked up again on a later call); a configuration
+// that cannot be used, or a state directory that cannot be opened, makes
+// every action fail with the reason, until a Reload fixes it.
+func New(ctx context.Context, opts Options) *Gateway {
+	g := &Gateway{log: opts.Logger, store: opts.Secrets,
+		ssh: sshexec.NewPool(opts.Logger), http: httpact.NewClient(opts.Logger)}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
 	}
-	store := opts.Secrets
-	if store == nil {
-		store = &secrets.Keyring{}
-	}
-	tg, known := loadTargets(ctx, cfg, store, log)
-	key := auditKey(ctx, store, log)
-	if key != nil {
-		known = append(known, redact.Secret{Name: audit.KeyName, Value: key})
-	}
-	red, err := redact.New(known)
-	if err != nil {
-		return nil, err
-	}
-	s := cfg.Server
-	if err := checkStateDir(s.StateDir); err != nil {
-		return nil, err
-	}
-	spool, err := output.OpenSpool(filepath.Join(s.StateDir, "spool"), output.SpoolOptions{
-		TTL: s.SpoolTTL, MaxBytes: s.SpoolMaxBytes,
-		RetainHeadBytes: s.RetainHeadBytes, RetainTailBytes: s.RetainTailBytes,
-		MaxConcurrentReads: s.MaxConcurrentReads,
-	})
-	if err != nil {
-		return nil, err
-	}
-	auditLog, broken, err := openAudit(ctx, cfg, store, key, red.RedactString, log)
-	if err != nil {
-		return nil, err
-	}
-	perTarget := map[string]int{}
-	for name, t := range cfg.SSH {
-		perTarget[name] = t.MaxConcurrent
-	}
-	for name, e := range cfg.HTTP {
-		perTarget[name] = e.MaxConcurrent
-	}
-	g := &Gateway{
-		cfg: cfg, log: log, red: red, spool: spool, audit: auditLog, auditBroken: broken,
-		ssh: sshexec.NewPool(log), http: httpact.NewClient(log),
-		limit:         newLimiter(log, s.MaxConcurrentActions, perTarget, s.QueueWait),
-		sshTargets:    tg.ssh,
-		httpEndpoints: tg.http,
+	if g.store == nil {
+		g.store = &secrets.Keyring{}
 	}
 	g.ctx, g.cancel = context.WithCancelCause(context.Background())
-	return g, nil
+	g.auditKey = auditKey(ctx, g.store, g.log)
+	st := &state{}
+	if g.auditKey != nil {
+		st.known = []redact.Secret{{Name: audit.KeyName, Value: g.auditKey}}
+	}
+	st.broken = errors.New("no configuration loaded yet")
+	red, err := redact.New(st.known)
+	if err != nil {
+		// Only a key put in the keyring by hand can be this short.
+		red, _ = redact.New(nil)
+		st.broken = fmt.Errorf("the audit log's key in the keyring (%s) is too short to be kept out of results: %w", audit.KeyName, err)
+	}
+	g.red.Store(red)
+	g.cur.Store(st)
+	if err != nil {
+		return g
+	}
+	g.Reload(ctx, opts.Config, opts.ConfigError)
+	return g
 }
 
 // checkStateDir creates the state directory (mode 0700) or refuses one that
@@ -150,8 +132,8 @@ func (g *Gateway) Close() error {
 	g.wg.Wait()
 	g.http.Close()
 	err := g.ssh.Close()
-	if g.audit != nil {
-		err = errors.Join(err, g.audit.Close())
+	if c := g.state().core; c != nil && c.audit != nil {
+		err = errors.Join(err, c.audit.Close())
 	}
 	return err
 }
@@ -167,7 +149,7 @@ type ToolResult struct {
 // failure is a tool error result that names what went wrong; its text
 // passes the redactor like everything else.
 func (g *Gateway) failure(format string, args ...any) *ToolResult {
-	return &ToolResult{Text: g.red.RedactString(fmt.Sprintf(format, args...)), IsError: true}
+	return &ToolResult{Text: g.redactString(fmt.Sprintf(format, args...)), IsError: true}
 }
 
 // cancelReason turns the cause that ended an action into words for the
@@ -187,6 +169,19 @@ func (g *Gateway) cancelReason(ctx context.Context) string {
 		return ErrShutdown.Error() + ": the client closed the connection"
 	}
 	return cause.Error()
+}
+
+// unknownTarget says that name is no target of kind, and what to call
+// instead: otherTool when name is a target of the other kind (under its
+// argument otherArg), else one of the names known.
+func unknownTarget(kind, name string, known []string, isOther bool, otherTool, otherArg string) string {
+	switch {
+	case isOther:
+		return fmt.Sprintf("%q is not an %s but a target of %s: call %s with %q: %q", name, kind, otherTool, otherTool, otherArg, name)
+	case len(known) == 0:
+		return fmt.Sprintf("unknown %s %q: none is configured (list_targets shows what is)", kind, name)
+	}
+	return fmt.Sprintf("unknown %s %q; the configured ones are: %s (see list_targets)", kind, name, strings.Join(known, ", "))
 }
 
 // names lists the keys of a target map, sorted, for error messages.

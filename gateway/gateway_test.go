@@ -35,6 +35,8 @@ type fixture struct {
 	cfg   *config.Config
 	api   *httptest.Server
 	state string
+	store secrets.Memory
+	toml  string // the config cfg was parsed from
 }
 
 // newFixture starts the demo sandbox (for its SSH server, which runs
@@ -87,12 +89,12 @@ allow_private = true
 		t.Fatal(err)
 	}
 	store := secrets.Memory{"box-key": sb.Secrets[demo.KeySecret], "api-token": []byte(apiToken)}
-	gw, err := New(context.Background(), Options{Config: cfg, Secrets: store})
-	if err != nil {
+	gw := New(context.Background(), Options{Config: cfg, Secrets: store})
+	if _, err := gw.Config(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Close() })
-	return &fixture{gw: gw, cfg: cfg, api: api, state: state}
+	return &fixture{gw: gw, cfg: cfg, api: api, state: state, store: store, toml: toml}
 }
 
 func structured(t *testing.T, r *ToolResult) string {

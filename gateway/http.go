@@ -52,9 +52,18 @@ var httpStatus = map[httpact.Status]Status{
 
 // HTTPRequest sends one request to a configured endpoint.
 func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress Progress) *ToolResult {
-	he, ok := g.httpEndpoints[in.Endpoint]
+	s, fail := g.ready()
+	if fail != nil {
+		return fail
+	}
+	he, ok := s.http[in.Endpoint]
 	if !ok {
-		return g.failure("unknown HTTP endpoint %q; known HTTP endpoints: %s (see list_targets)", in.Endpoint, strings.Join(names(g.httpEndpoints), ", "))
+		_, isSSH := s.ssh[in.Endpoint]
+		return g.failure("%s", unknownTarget("HTTP endpoint", in.Endpoint, names(s.http), isSSH, "ssh_exec", "target"))
+	}
+	if he.err != nil {
+		s = g.refreshed(ctx, s)
+		he = s.http[in.Endpoint]
 	}
 	method := strings.ToUpper(in.Method)
 	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body)}
@@ -75,7 +84,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		}
 	}
 	var res *httpact.Result
-	return g.run(ctx, &action{
+	return g.run(ctx, s, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
 		check: func(intent *audit.Record) error {
@@ -92,7 +101,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			case err != nil:
 				return err
 			case he.err != nil:
-				return &unusableError{"credentials", he.err.Error(), fmt.Errorf("cannot use endpoint %q: %w", in.Endpoint, he.err)}
+				return &unusableError{"credentials", he.err.Error(), fmt.Errorf("cannot use HTTP endpoint %q: %w", in.Endpoint, he.err)}
 			}
 			return nil
 		},
@@ -117,7 +126,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 				out.Attempts = res.Attempts
 				// Names too: a server may echo anything into a header name.
 				for k, v := range res.Headers {
-					out.Headers[g.red.RedactString(k)] = g.red.RedactString(v)
+					out.Headers[g.redactString(k)] = g.redactString(v)
 				}
 			}
 			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, in.Path), out.Status != StatusOK

@@ -26,36 +26,26 @@ func (e *BusyError) Error() string {
 // queue_wait.
 var errQueueWait = errors.New("queue_wait passed")
 
-// limiter bounds actions running at once, for the server and per target.
-// A call waits for a slot in its handler's goroutine, never in the
-// transport's reader.
+// limiter bounds actions running at once on the server; the slots of each
+// target come with the configuration (state.slots). A call waits for a slot
+// in its handler's goroutine, never in the transport's reader.
 type limiter struct {
-	log       *slog.Logger
-	server    chan struct{}
-	perTarget map[string]chan struct{}
-	wait      time.Duration
+	log    *slog.Logger
+	server chan struct{}
+	wait   time.Duration
 }
 
-func newLimiter(log *slog.Logger, server int, perTarget map[string]int, wait time.Duration) *limiter {
-	l := &limiter{log: log, server: make(chan struct{}, server), perTarget: map[string]chan struct{}{}, wait: wait}
-	for name, n := range perTarget {
-		if n > 0 {
-			l.perTarget[name] = make(chan struct{}, n)
-		}
-	}
-	return l
+func newLimiter(log *slog.Logger, server int, wait time.Duration) *limiter {
+	return &limiter{log: log, server: make(chan struct{}, server), wait: wait}
 }
 
-// take takes a slot of target (scope "target"; a target without a limit of
-// its own needs none) or of the server (scope "server"), waiting until ctx
-// ends: a *BusyError when its cause is errQueueWait, else that cause.
-// release gives the slot back.
-func (l *limiter) take(ctx context.Context, scope, target string) (release func(), err error) {
-	ch := l.server
-	if scope == "target" {
-		if ch = l.perTarget[target]; ch == nil {
-			return func() {}, nil
-		}
+// take takes a slot of ch, the server's (scope "server") or a target's
+// (scope "target"; nil for a target without a limit of its own, which
+// needs none), waiting until ctx ends: a *BusyError when its cause is
+// errQueueWait, else that cause. release gives the slot back.
+func (l *limiter) take(ctx context.Context, ch chan struct{}, scope, target string) (release func(), err error) {
+	if ch == nil {
+		return func() {}, nil
 	}
 	select { // a free slot wins over a deadline that passed meanwhile
 	case ch <- struct{}{}:

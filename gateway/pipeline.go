@@ -78,9 +78,10 @@ func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
 // the server), the audit intent, execution into redacting captures, the
 // status, the audit outcome and the result. An action that does not start
 // is audited as such and returned as a failure that says why.
-func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolResult {
-	if g.auditBroken != nil {
-		return g.failure("no action can run while the audit log cannot be written: %v", g.auditBroken)
+func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progress) *ToolResult {
+	c := s.core
+	if c.auditBroken != nil {
+		return g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken)
 	}
 	intent := &a.intent
 	if err := a.check(intent); err != nil {
@@ -88,11 +89,11 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		var ue *unusableError
 		switch {
 		case errors.As(err, &de):
-			g.refuse(intent, StatusDenied, de.Rule, de.Reason)
+			g.refuse(c, intent, StatusDenied, de.Rule, de.Reason)
 		case errors.As(err, &ue):
-			g.refuse(intent, StatusFailed, ue.rule, ue.reason)
+			g.refuse(c, intent, StatusFailed, ue.rule, ue.reason)
 		default:
-			g.refuse(intent, StatusFailed, "", err.Error())
+			g.refuse(c, intent, StatusFailed, "", err.Error())
 		}
 		return g.failure("%v", err)
 	}
@@ -108,11 +109,11 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 
 	// The queue: nothing has started, and no slot of the server is held
 	// while the call waits for its target.
-	qctx, qcancel := context.WithTimeoutCause(actx, g.cfg.Server.QueueWait, errQueueWait)
+	qctx, qcancel := context.WithTimeoutCause(actx, c.server.QueueWait, errQueueWait)
 	defer qcancel()
-	releaseTarget, err := g.limit.take(qctx, "target", intent.Target)
+	releaseTarget, err := c.limit.take(qctx, s.slots[intent.Target], "target", intent.Target)
 	if err != nil {
-		return g.notStarted(actx, intent, err)
+		return g.notStarted(actx, c, intent, err)
 	}
 	defer releaseTarget()
 	dctx, dcancel := context.WithTimeoutCause(actx, timeout, &timeoutError{timeout})
@@ -121,19 +122,19 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		wait := time.Until(deadline(qctx))
 		release, err := a.reserve(dctx, wait)
 		if err != nil {
-			return g.notStarted(dctx, intent, err)
+			return g.notStarted(dctx, c, intent, err)
 		}
 		defer release()
 	}
-	releaseServer, err := g.limit.take(qctx, "server", intent.Target)
+	releaseServer, err := c.limit.take(qctx, c.limit.server, "server", intent.Target)
 	if err != nil {
-		return g.notStarted(actx, intent, err)
+		return g.notStarted(actx, c, intent, err)
 	}
 	defer releaseServer()
 
-	out := g.spool.Begin(intent.Tool, intent.Target)
+	out := c.spool.Begin(intent.Tool, intent.Target)
 	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
-	if err := g.appendAudit(intent); err != nil {
+	if err := g.appendAudit(c, intent); err != nil {
 		out.Finish()
 		g.log.Error("audit log: the intent record could not be written; the action did not run", "error", err)
 		return g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
@@ -143,12 +144,13 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 	defer g.active.Add(-1)
 
 	start := time.Now()
-	lim := output.Limits{HeadBytes: g.cfg.Server.HeadBytes, TailBytes: g.cfg.Server.TailBytes}
+	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
+	red := g.red.Load()
 	var received atomic.Int64
 	captures := make([]*output.Capture, len(a.streams))
 	writers := make([]io.Writer, len(a.streams))
 	for i, name := range a.streams {
-		captures[i] = out.Capture(name, g.red, lim)
+		captures[i] = out.Capture(name, red, lim)
 		writers[i] = &counter{w: captures[i], n: &received}
 	}
 	stopProgress := reportProgress(progress, &received, start)
@@ -167,10 +169,7 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 	if e.status == StatusCancelled {
 		e.reason = g.cancelReason(dctx)
 	}
-	e.reason = g.red.RedactString(e.reason)
-	if capped && e.status == StatusTimeout {
-		e.reason += fmt.Sprintf(" (timeout_s was capped to the target's max_timeout of %v)", a.maxTimeout)
-	}
+	e.reason = red.RedactString(e.reason)
 	streams := make([]output.Stream, len(captures))
 	outcome := &audit.Record{
 		Kind: "outcome", Handle: out.Handle(), Tool: intent.Tool, Target: intent.Target,
@@ -182,19 +181,22 @@ func (g *Gateway) run(ctx context.Context, a *action, progress Progress) *ToolRe
 		streams[i] = c.Summary()
 		outcome.Streams[a.streams[i]] = audit.Stream{Bytes: streams[i].Bytes, SHA256: streams[i].SHA256}
 	}
-	auditErr := g.appendAudit(outcome)
+	auditErr := g.appendAudit(c, outcome)
 	if auditErr != nil {
 		g.log.Error("audit log: the outcome record could not be written", "handle", out.Handle(), "error", auditErr)
 	}
 	structured, named, what, isError := a.finish(e, out.Handle(), streams)
-	return g.result(structured, isError, auditErr, what, out.Handle(), named...)
+	if capped {
+		what += fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", a.asked.Seconds(), intent.Target, a.maxTimeout)
+	}
+	return g.result(c, structured, isError, auditErr, what, out.Handle(), named...)
 }
 
 // notStarted audits and answers a call that queued and did not start:
 // busy when no slot or session freed up in time, timeout when connecting
 // took its whole timeout, cancelled when ctx ended, failed when it could
 // not connect.
-func (g *Gateway) notStarted(ctx context.Context, intent *audit.Record, err error) *ToolResult {
+func (g *Gateway) notStarted(ctx context.Context, c *core, intent *audit.Record, err error) *ToolResult {
 	var busy *BusyError
 	var queued *sshexec.QueueError
 	var te *timeoutError
@@ -210,7 +212,7 @@ func (g *Gateway) notStarted(ctx context.Context, intent *audit.Record, err erro
 		status, text = StatusCancelled, "cancelled before it started: "+g.cancelReason(ctx)
 	}
 	intent.Handle = output.NewHandle() // names the call in both records; no output is kept
-	g.record(intent, "allow", status, "", "did not start: "+text)
+	g.record(c, intent, "allow", status, "", "did not start: "+text)
 	return g.failure("the action did not start: %s", text)
 }
 
@@ -226,17 +228,17 @@ func (e *unusableError) Error() string { return e.err.Error() }
 
 // refuse audits a call that was refused: an intent with the decision and
 // the rule, and an outcome that says why it did not run.
-func (g *Gateway) refuse(intent *audit.Record, status Status, rule, reason string) {
-	g.record(intent, "deny", status, rule, reason)
+func (g *Gateway) refuse(c *core, intent *audit.Record, status Status, rule, reason string) {
+	g.record(c, intent, "deny", status, rule, reason)
 }
 
 // record audits a call that did not run: its intent with the decision,
 // and an outcome that says why.
-func (g *Gateway) record(intent *audit.Record, decision string, status Status, rule, reason string) {
+func (g *Gateway) record(c *core, intent *audit.Record, decision string, status Status, rule, reason string) {
 	intent.Kind, intent.Decision, intent.Rule = "intent", decision, rule
-	err := g.appendAudit(intent)
+	err := g.appendAudit(c, intent)
 	if err == nil {
-		err = g.appendAudit(&audit.Record{Kind: "outcome", Handle: intent.Handle, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
+		err = g.appendAudit(c, &audit.Record{Kind: "outcome", Handle: intent.Handle, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
 	}
 	if err != nil {
 		g.log.Error("audit log: a refused call could not be recorded", "tool", intent.Tool, "target", intent.Target, "error", err)
@@ -245,14 +247,14 @@ func (g *Gateway) record(intent *audit.Record, decision string, status Status, r
 
 // result finishes an action's tool result: previews shrink until the
 // response fits result_bytes, and a failed outcome record is reported.
-func (g *Gateway) result(structured any, isError bool, auditErr error, what, handle string, streams ...output.NamedStream) *ToolResult {
-	what = g.red.RedactString(what) // it quotes the command or path
+func (g *Gateway) result(c *core, structured any, isError bool, auditErr error, what, handle string, streams ...output.NamedStream) *ToolResult {
+	what = g.redactString(what) // it quotes the command or path
 	if auditErr != nil {
 		// The action ran, but its outcome is not on record: say so plainly.
-		what += " WARNING: the action ran, but its outcome could not be written to the audit log (" + g.red.RedactString(auditErr.Error()) + ")."
+		what += " WARNING: the action ran, but its outcome could not be written to the audit log (" + g.redactString(auditErr.Error()) + ")."
 		isError = true
 	}
-	text, err := output.BuildResult(output.ResultSpec{Structured: structured, What: what, Handle: handle, Streams: streams}, g.cfg.Server.ResultBytes)
+	text, err := output.BuildResult(output.ResultSpec{Structured: structured, What: what, Handle: handle, Streams: streams}, c.server.ResultBytes)
 	if err != nil {
 		return g.failure("%s (%v)", what, err)
 	}
@@ -262,15 +264,15 @@ func (g *Gateway) result(structured any, isError bool, auditErr error, what, han
 // appendAudit appends rec to the audit log. When the disk is full, it frees
 // space by evicting the oldest finished actions from the spool and tries
 // once more: the trail matters more than old output.
-func (g *Gateway) appendAudit(rec *audit.Record) error {
-	if g.auditBroken != nil {
-		return g.auditBroken
+func (g *Gateway) appendAudit(c *core, rec *audit.Record) error {
+	if c.auditBroken != nil {
+		return c.auditBroken
 	}
-	err := g.audit.Append(rec)
+	err := c.audit.Append(rec)
 	if errors.Is(err, audit.ErrDiskFull) {
-		if freed := g.spool.Reclaim(auditReclaimBytes); freed > 0 {
+		if freed := c.spool.Reclaim(auditReclaimBytes); freed > 0 {
 			g.log.Warn("the state disk is full: evicted finished actions from the spool to write the audit log", "freed_bytes", freed)
-			err = g.audit.Append(rec)
+			err = c.audit.Append(rec)
 		}
 	}
 	return err

@@ -33,11 +33,16 @@ func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResul
 	default:
 		return g.failure(`from must be "start" or "end", got %q`, in.From)
 	}
-	p, err := g.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, g.cfg.Server.ResultBytes)
+	s, fail := g.ready()
+	if fail != nil {
+		return fail
+	}
+	resultBytes := s.core.server.ResultBytes
+	p, err := s.core.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, resultBytes)
 	if err != nil {
 		return g.failure("%v", err)
 	}
-	text, err := output.FitPage(p, g.cfg.Server.ResultBytes)
+	text, err := output.FitPage(p, resultBytes)
 	if err != nil {
 		return g.failure("%v", err)
 	}
@@ -54,11 +59,15 @@ type SearchOutputInput struct {
 
 // SearchOutput finds lines matching a pattern in a retained stream.
 func (g *Gateway) SearchOutput(ctx context.Context, in SearchOutputInput) *ToolResult {
-	r, err := g.spool.Search(ctx, in.Handle, in.Stream, in.Pattern, in.MaxMatches)
+	s, fail := g.ready()
+	if fail != nil {
+		return fail
+	}
+	r, err := s.core.spool.Search(ctx, in.Handle, in.Stream, in.Pattern, in.MaxMatches)
 	if err != nil {
 		return g.failure("%v", err)
 	}
-	text, err := output.FitSearch(r, in.Pattern, g.cfg.Server.ResultBytes)
+	text, err := output.FitSearch(r, in.Pattern, s.core.server.ResultBytes)
 	if err != nil {
 		return g.failure("%v", err)
 	}

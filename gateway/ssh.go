@@ -51,12 +51,21 @@ var sshStatus = map[sshexec.Status]Status{
 
 // SSHExec runs one command on a configured SSH target.
 func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progress) *ToolResult {
-	st, ok := g.sshTargets[in.Target]
+	s, fail := g.ready()
+	if fail != nil {
+		return fail
+	}
+	st, ok := s.ssh[in.Target]
 	if !ok {
-		return g.failure("unknown SSH target %q; known SSH targets: %s (see list_targets)", in.Target, strings.Join(names(g.sshTargets), ", "))
+		_, isHTTP := s.http[in.Target]
+		return g.failure("%s", unknownTarget("SSH target", in.Target, names(s.ssh), isHTTP, "http_request", "endpoint"))
+	}
+	if st.err != nil {
+		s = g.refreshed(ctx, s)
+		st = s.ssh[in.Target]
 	}
 	var lease *sshexec.Lease
-	return g.run(ctx, &action{
+	return g.run(ctx, s, &action{
 		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
 		check: func(*audit.Record) error {
 			// Sizes and bytes first: one call must not flood the audit
@@ -72,7 +81,7 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 				return err
 			}
 			if st.err != nil {
-				return &unusableError{"credentials", st.err.Error(), fmt.Errorf("cannot use target %q: %w", in.Target, st.err)}
+				return &unusableError{"credentials", st.err.Error(), fmt.Errorf("cannot use SSH target %q: %w", in.Target, st.err)}
 			}
 			if int64(len(in.Stdin)) > st.maxStdin {
 				return &unusableError{"max_stdin_bytes", "stdin too large",

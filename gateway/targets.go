@@ -55,15 +55,15 @@ type targets struct {
 }
 
 // loadTargets reads every secret cfg references from store and builds the
-// targets. It also returns what the redactor must
-// know: every loaded value, and the "user:password" of Basic auth, whose
-// base64 form an echoing server would otherwise reflect unredacted.
-func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger) (*targets, []redact.Secret) {
+// targets. It also returns what the redactor must know: every loaded
+// value, and the "user:password" of Basic auth, whose base64 form an
+// echoing server would otherwise reflect unredacted; and whether a secret
+// did not load.
+func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger) (tg *targets, known []redact.Secret, failed bool) {
 	values, errs := loadSecrets(ctx, store, cfg.SecretNames())
 	for name, err := range errs {
 		log.Warn("secret not loaded; targets that use it will fail", "secret", name, "error", err)
 	}
-	known := make([]redact.Secret, 0, len(values))
 	for name, v := range values {
 		known = append(known, redact.Secret{Name: name, Value: v.Reveal()})
 	}
@@ -72,14 +72,14 @@ func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log
 			known = append(known, redact.Secret{Name: e.PasswordSecret, Value: []byte(e.User + ":" + string(v.Reveal()))})
 		}
 	}
-	tg := &targets{ssh: map[string]*sshTarget{}, http: map[string]*httpEndpoint{}}
+	tg = &targets{ssh: map[string]*sshTarget{}, http: map[string]*httpEndpoint{}}
 	for name := range cfg.SSH {
 		tg.ssh[name] = buildSSHTarget(cfg, name, values, errs)
 	}
 	for name := range cfg.HTTP {
 		tg.http[name] = buildHTTPEndpoint(cfg, name, values, errs)
 	}
-	return tg, known
+	return tg, known, len(errs) > 0
 }
 
 func loadSecrets(ctx context.Context, store SecretStore, names []string) (map[string]secrets.Value, map[string]error) {
@@ -142,12 +142,12 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 		t.Auth.Password, err3 = secretBytes(c.PasswordSecret, values, errs)
 		t.Auth.Agent = c.Agent
 		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, fmt.Errorf("target %q: %w", name, err)
+			return nil, err
 		}
 		if c.Jump != "" {
 			j, err := build(c.Jump, depth+1)
 			if err != nil {
-				return nil, fmt.Errorf("jump host: %w", err)
+				return nil, fmt.Errorf("its jump host %q: %w", c.Jump, err)
 			}
 			t.Jump = j
 		}
@@ -176,7 +176,7 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
 	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
 	if err := errors.Join(err1, err2); err != nil {
-		he.err = fmt.Errorf("endpoint %q: %w", name, err)
+		he.err = err
 		return he
 	}
 	he.err = e.Validate()
@@ -198,7 +198,7 @@ type TargetCheck struct {
 // errors are the ones a tool call would get, such as *sshexec.HostKeyError
 // with the presented fingerprint.
 func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger, timeout time.Duration) []TargetCheck {
-	tg, _ := loadTargets(ctx, cfg, store, log)
+	tg, _, _ := loadTargets(ctx, cfg, store, log)
 	pool, client := sshexec.NewPool(log), httpact.NewClient(log)
 	defer pool.Close()
 	defer client.Close()

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,5 +105,38 @@ func newServer(env *toolEnv) *mcp.Server {
 	for _, add := range toolSets {
 		add(s, env)
 	}
+	if env.gw != nil {
+		s.AddReceivingMiddleware(env.withNote)
+	}
 	return s
+}
+
+// noteEnvelope is what a tool result's size counts beyond the result
+// itself: the JSON-RPC envelope, a long id, the separator before a note.
+const noteEnvelope = 512
+
+// withNote puts what the gateway has to tell about its configuration (a
+// reload that failed or needs a restart) at the start of the next tool
+// result's text, when it fits within result_bytes; else a later result
+// carries it.
+func (env *toolEnv) withNote(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		if !ok || err != nil || len(r.Content) == 0 {
+			return res, err
+		}
+		text, ok := r.Content[0].(*mcp.TextContent)
+		if !ok {
+			return res, err
+		}
+		b, merr := json.Marshal(r)
+		if merr != nil {
+			return res, err
+		}
+		if note := env.gw.TakeNote(env.cfg.Server.ResultBytes - len(b) - noteEnvelope); note != "" {
+			text.Text = note + "\n\n" + text.Text
+		}
+		return res, err
+	}
 }

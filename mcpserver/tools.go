@@ -83,16 +83,34 @@ func addInfoTools(s *mcp.Server, env *toolEnv) {
 
 func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ listTargetsIn) (*mcp.CallToolResult, listTargetsOut, error) {
 	out := listTargetsOut{SSH: []sshTargetInfo{}, HTTP: []httpEndpointInfo{}}
-	for _, name := range sortedNames(env.cfg.SSH) {
-		t := env.cfg.SSH[name]
+	cfg := env.cfg
+	if env.gw != nil {
+		var err error
+		if cfg, err = env.gw.Config(); err != nil {
+			r := textResult("The configuration is broken, so no target can be used: %v. Fix it (`actiongw check` lists every problem); "+
+				"the server reloads it when the file changes or on SIGHUP.", err)
+			r.IsError = true
+			return r, out, nil
+		}
+	}
+	for _, name := range sortedNames(cfg.SSH) {
+		t := cfg.SSH[name]
 		out.SSH = append(out.SSH, sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host})
 	}
-	for _, name := range sortedNames(env.cfg.HTTP) {
-		e := env.cfg.HTTP[name]
+	for _, name := range sortedNames(cfg.HTTP) {
+		e := cfg.HTTP[name]
 		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods})
 	}
-	return textResult("%d SSH targets and %d HTTP endpoints are configured; name one in ssh_exec (target) or http_request (endpoint).",
-		len(out.SSH), len(out.HTTP)), out, nil
+	return textResult("%s and %s are configured; name one in ssh_exec (target) or http_request (endpoint).",
+		count(len(out.SSH), "SSH target"), count(len(out.HTTP), "HTTP endpoint")), out, nil
+}
+
+// count says n of noun, in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn) (*mcp.CallToolResult, Health, error) {

@@ -59,11 +59,20 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 		return &usageError{"serve: -demo and -config are exclusive"}
 	}
 	if !*demoMode {
-		cfg, err := c.loadConfig(*configPath)
-		if err != nil {
-			return err
+		path := *configPath
+		if path == "" {
+			path = config.DefaultPath(c.getenv)
 		}
-		return c.serveMCP(ctx, cfg, c.keyring(), newLogger(c.stderr, cfg.Server.LogLevel))
+		// A config that does not load does not stop the server: a client
+		// would show only "connection closed". Every tool answers with the
+		// reason instead, until the file is fixed.
+		cfg, err := c.loadConfig(path)
+		level := "info"
+		if err == nil {
+			level = cfg.Server.LogLevel
+		}
+		logger := newLogger(c.stderr, level)
+		return c.serveMCP(ctx, cfg, err, path, c.keyring(), logger)
 	}
 	logger := newLogger(c.stderr, "info")
 	sb, err := demo.Start(ctx, logger)
@@ -71,12 +80,13 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer func() { err = errors.Join(err, sb.Close()) }()
-	return c.serveMCP(ctx, sb.Config, sb.Secrets, logger)
+	return c.serveMCP(ctx, sb.Config, nil, "", sb.Secrets, logger)
 }
 
 // serveMCP serves one MCP session on stdin/stdout with a gateway over cfg
-// and store.
-func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, store gateway.SecretStore, logger *slog.Logger) error {
+// (or, when cfgErr is set, over none yet) and store. With a configPath,
+// the config is loaded again on SIGHUP and when the file changes.
+func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, cfgErr error, configPath string, store gateway.SecretStore, logger *slog.Logger) error {
 	// From here on fd 1 is stderr: a stray print cannot corrupt the stream.
 	out, err := mcpserver.TakeStdout()
 	if err != nil {
@@ -89,16 +99,21 @@ func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, store gateway.Se
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer in.Close()
-	gw, err := gateway.New(ctx, gateway.Options{Config: cfg, Secrets: store, Logger: logger})
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
+	gw := gateway.New(ctx, gateway.Options{Config: cfg, ConfigError: cfgErr, Secrets: store, Logger: logger})
 	// A signal stops running actions at once, with the signal as the reason.
 	stop := context.AfterFunc(ctx, func() { gw.Shutdown(context.Cause(ctx)) })
 	defer stop()
-	logger.Info("serving MCP on stdio", "version", version, "ssh_targets", len(cfg.SSH), "http_endpoints", len(cfg.HTTP))
+	stopWatch := func() {}
+	if configPath != "" {
+		stopWatch = c.watchConfig(ctx, configPath, gw, logger)
+	}
+	wire := cfg
+	if cfg == nil {
+		wire = config.Default() // the transport's limits, until a restart
+	}
+	logger.Info("serving MCP on stdio", "version", version, "ssh_targets", len(wire.SSH), "http_endpoints", len(wire.HTTP))
 	err = mcpserver.Serve(ctx, in, out, mcpserver.Options{
-		Config: cfg, Logger: logger, Version: version, Gateway: gw,
+		Config: wire, Logger: logger, Version: version, Gateway: gw,
 		ActiveActions: func() int { return int(gw.ActiveActions()) },
 	})
 	if ctx.Err() != nil {
@@ -106,6 +121,8 @@ func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, store gateway.Se
 		logger.Info("shutting down on a signal", "cause", context.Cause(ctx).Error())
 		err = nil
 	}
-	// Stdin EOF or a signal: cancel running actions and record their outcomes.
+	// Stdin EOF or a signal: no more reloads; cancel running actions and
+	// record their outcomes.
+	stopWatch()
 	return errors.Join(err, gw.Close())
 }
