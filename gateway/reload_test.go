@@ -5,11 +5,13 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/secrets"
 )
 
 // reparse parses the fixture's config with extra TOML appended.
@@ -192,5 +194,48 @@ func TestTimeoutCapIsSaid(t *testing.T) {
 		if !strings.Contains(r.Text, want) {
 			t.Errorf("text %q lacks %q", r.Text, want)
 		}
+	}
+}
+
+// countingStore counts the lookups of each name.
+type countingStore struct {
+	SecretStore
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (c *countingStore) Get(ctx context.Context, name string) (secrets.Value, error) {
+	c.mu.Lock()
+	c.gets[name]++
+	c.mu.Unlock()
+	return c.SecretStore.Get(ctx, name)
+}
+
+// A hostile agent calling a target whose secret is missing, as fast as it
+// can, costs at most one keyring lookup per secretRetry.
+func TestMissingSecretLookupsBounded(t *testing.T) {
+	f := newFixture(t)
+	store := &countingStore{SecretStore: f.store, gets: map[string]int{}}
+	ctx := context.Background()
+	start := time.Now()
+	gw := New(ctx, Options{Config: f.reparse(t, ""), Secrets: store})
+	defer gw.Close()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if r := gw.SSHExec(ctx, SSHExecInput{Target: "nokey", Command: "true"}, nil); !r.IsError {
+					t.Errorf("nokey ran: %s", r.Text)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	store.mu.Lock()
+	got := store.gets["missing-key"]
+	store.mu.Unlock()
+	if bound := 2 + int(elapsed/secretRetry); got > bound {
+		t.Errorf("400 calls in %v looked the missing secret up %d times; want at most %d", elapsed, got, bound)
 	}
 }

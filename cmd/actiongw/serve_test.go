@@ -49,6 +49,7 @@ type served struct {
 	seen    syncbuf.Buffer // every tool result received, as JSON
 	cfgPath string         // the config serve runs with
 	env     []string       // serve's environment (its keyring service)
+	keyring *secrets.Keyring
 
 	hangAccepts atomic.Int32 // connections hang accepted
 	enteredMu   sync.Mutex
@@ -117,6 +118,7 @@ func startServedWith(t testing.TB, o servedOptions) *served {
 
 	service := "actiongw-test-" + randomHex(t, 6)
 	kr := &secrets.Keyring{Service: service}
+	s.keyring = kr
 	ctx := context.Background()
 	for name, v := range map[string][]byte{"box-key": s.sshd.ClientKey, "api-token": []byte(s.token)} {
 		if err := kr.Set(ctx, name, v); err != nil {
