@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strconv"
 	"strings"
@@ -237,5 +238,24 @@ func TestMissingSecretLookupsBounded(t *testing.T) {
 	store.mu.Unlock()
 	if bound := 2 + int(elapsed/secretRetry); got > bound {
 		t.Errorf("400 calls in %v looked the missing secret up %d times; want at most %d", elapsed, got, bound)
+	}
+}
+
+// A reload that changes a target's host key pin (it was found wrong) must
+// not reuse a connection verified under the old one.
+func TestReloadDropsConnectionsOfChangedTargets(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "true"}, nil); r.IsError {
+		t.Fatalf("before: %s", r.Text) // the connection is now pooled
+	}
+	cfg := f.reparse(t, "")
+	cfg.SSH["box"].HostKey = "SHA256:" + base64.RawStdEncoding.EncodeToString(make([]byte, 32))
+	if err := f.gw.Reload(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "true"}, nil)
+	if !r.IsError || !strings.Contains(r.Text, "host key") {
+		t.Errorf("after the pin changed, the call ran or failed otherwise: %s", r.Text)
 	}
 }

@@ -1,6 +1,8 @@
 package sshexec
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,10 +145,23 @@ func (t *Target) stopGrace() time.Duration {
 	return defaultStopGrace
 }
 
-// poolKey identifies the connection a target can share: the same name,
-// user, address and jump chain.
+// poolKey identifies the connections a target can share: the same name,
+// user, address and jump chain, and the same host-key check and
+// credentials. A target rebuilt with another host key or credential (a
+// reloaded configuration) gets connections of its own, never one
+// verified or logged in under the old settings; the key holds only a
+// digest of them.
 func (t *Target) poolKey() string {
-	k := fmt.Sprintf("%s|%s@%s", t.Name, t.User, t.addr())
+	h := sha256.New()
+	agent := []byte{0}
+	if t.Auth.Agent {
+		agent[0] = 1
+	}
+	for _, b := range [][]byte{[]byte(t.KnownHostsPath), []byte(t.HostKey), t.Auth.PrivateKey, t.Auth.Passphrase, t.Auth.Password, agent} {
+		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	k := fmt.Sprintf("%s|%s@%s|%x", t.Name, t.User, t.addr(), h.Sum(nil)[:12])
 	if t.Jump != nil {
 		k += " via " + t.Jump.poolKey()
 	}
