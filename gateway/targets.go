@@ -141,6 +141,7 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 		t.Auth.Passphrase, err2 = secretBytes(c.PassphraseSecret, values, errs)
 		t.Auth.Password, err3 = secretBytes(c.PasswordSecret, values, errs)
 		t.Auth.Agent = c.Agent
+		t.Auth.KeySecret, t.Auth.PassphraseSecret, t.Auth.PasswordSecret = c.KeySecret, c.PassphraseSecret, c.PasswordSecret
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
