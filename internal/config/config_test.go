@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -335,4 +336,49 @@ func testCert(t *testing.T) (certPEM, keyPEM []byte) {
 	}
 	kder, _ := x509.MarshalECPrivateKey(key)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// TestREADMEConfig parses the README's first configuration and checks that
+// its allow_commands allow what its text says and deny the rest.
+func TestREADMEConfig(t *testing.T) {
+	readme := readFile(t, filepath.Join("..", "..", "README.md"))
+	_, rest, ok := strings.Cut(readme, "## A first configuration")
+	if !ok {
+		t.Fatal(`README.md has no "## A first configuration"`)
+	}
+	_, rest, _ = strings.Cut(rest, "```toml\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("README.md: no ```toml block under A first configuration")
+	}
+	cfg, err := Parse([]byte(block))
+	if err != nil {
+		t.Fatalf("README's config does not load: %v", err)
+	}
+	if a := cfg.HTTP["admin"]; a == nil || !a.AllowPrivate {
+		t.Errorf("README's loopback endpoint admin = %+v; want allow_private", a)
+	}
+	web1 := cfg.SSH["web1"]
+	cmds, err := policy.CompileCommands("web1", web1.AllowCommands, web1.DenyCommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		command string
+		allowed bool
+	}{
+		{"tail -n 50 /var/log/app.log", true},
+		{"journalctl -u nginx -n 100", true},
+		{"journalctl -u nginx -n 100000", true}, // the README's ssh_exec example
+		{"systemctl status nginx", true},
+		{"tail -n 50 /etc/shadow", false},
+		{"tail -n 50 /var/log/appxlog", false},
+		{"cat /var/log/app.log", false},
+		{"tail -n 50 /var/log/app.log; id", false},
+		{"systemctl stop nginx", false},
+	} {
+		if err := cmds.Check(tc.command); (err == nil) != tc.allowed {
+			t.Errorf("README's web1 policy on %q: got %v; want allowed %v", tc.command, err, tc.allowed)
+		}
+	}
 }
