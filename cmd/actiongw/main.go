@@ -17,9 +17,15 @@ import (
 	"github.com/actiongw/actiongw/internal/config"
 )
 
-// version, when set at build time with -ldflags "-X main.version=…", is
-// printed instead of the module version of the build info.
+// version is what serve reports and `actiongw version` prints: set at
+// build time with -ldflags "-X main.version=…", else init takes the module
+// version the go command recorded. It is never empty.
 var version string
+
+func init() {
+	info, _ := debug.ReadBuildInfo()
+	version = moduleVersion(version, info)
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -174,18 +180,21 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// versionString describes the build: the version (override, else the
-// module version the go command recorded), then the VCS revision, whether
-// the tree had changes, and the commit time, when recorded. It is never
-// empty.
-func versionString(override string, info *debug.BuildInfo) string {
-	v := override
-	if v == "" && info != nil {
-		v = info.Main.Version // "(devel)" when the go command knew none
+// moduleVersion is override, else the module version of the build info
+// ("(devel)" when the go command knew none), else "(unknown)".
+func moduleVersion(override string, info *debug.BuildInfo) string {
+	switch {
+	case override != "":
+		return override
+	case info != nil && info.Main.Version != "":
+		return info.Main.Version
 	}
-	if v == "" {
-		v = "(unknown)"
-	}
+	return "(unknown)"
+}
+
+// versionString describes the build: version v, then the VCS revision,
+// whether the tree had changes and the commit time, when recorded.
+func versionString(v string, info *debug.BuildInfo) string {
 	if info == nil {
 		return v + " (no build information)"
 	}

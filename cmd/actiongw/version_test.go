@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ func TestVersionString(t *testing.T) {
 	stamped := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.3.1"}, Settings: []debug.BuildSetting{
 		{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}, {Key: "vcs.time", Value: "2026-11-30T16:41:34Z"},
 	}}
+	devel := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}
 	tests := []struct {
 		name     string
 		override string
@@ -25,12 +27,12 @@ func TestVersionString(t *testing.T) {
 	}{
 		{"stamped", "", stamped, "v0.3.1 (revision 0123456789abcdef, with uncommitted changes, committed 2026-11-30T16:41:34Z; go1.26.8)"},
 		{"ldflags override", "1.0.0", stamped, "1.0.0 (revision 0123456789abcdef, with uncommitted changes, committed 2026-11-30T16:41:34Z; go1.26.8)"},
-		{"-buildvcs=false", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "(devel) (no VCS information; go1.26.8)"},
+		{"-buildvcs=false", "", devel, "(devel) (no VCS information; go1.26.8)"},
 		{"no build info", "", nil, "(unknown) (no build information)"},
 	}
 	for _, tt := range tests {
-		if got := versionString(tt.override, tt.info); got != tt.want {
-			t.Errorf("%s: versionString = %q; want %q", tt.name, got, tt.want)
+		if got := versionString(moduleVersion(tt.override, tt.info), tt.info); got != tt.want {
+			t.Errorf("%s: version %q; want %q", tt.name, got, tt.want)
 		}
 	}
 }
@@ -72,30 +74,31 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 	}
 	dirty := git(clone, "status", "--porcelain") != ""
 	bin := t.TempDir()
-	for _, tc := range []struct {
-		buildvcs string
-		want     []string
+	for i, tc := range []struct {
+		flags []string
+		want  []string
 	}{
-		{"true", []string{"actiongw v", "-" + rev[:12], "revision " + rev, "committed "}},
-		{"false", []string{"actiongw (devel) (no VCS information; go"}},
+		{[]string{"-buildvcs=true"}, []string{"actiongw v", "-" + rev[:12], "revision " + rev, "committed "}},
+		{[]string{"-buildvcs=false"}, []string{"actiongw (devel) (no VCS information; go"}},
+		{[]string{"-buildvcs=true", "-ldflags=-X main.version=1.2.3"}, []string{"actiongw 1.2.3 (revision " + rev}},
 	} {
-		exe := filepath.Join(bin, "actiongw-vcs-"+tc.buildvcs)
-		build := exec.Command("go", "build", "-buildvcs="+tc.buildvcs, "-o", exe, "./cmd/actiongw")
+		exe := filepath.Join(bin, fmt.Sprintf("actiongw-%d", i))
+		build := exec.Command("go", append(append([]string{"build"}, tc.flags...), "-o", exe, "./cmd/actiongw")...)
 		build.Dir = clone
 		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build -buildvcs=%s: %v\n%s", tc.buildvcs, err, out)
+			t.Fatalf("go build %s: %v\n%s", strings.Join(tc.flags, " "), err, out)
 		}
 		out, err := exec.Command(exe, "version").Output()
 		if err != nil {
 			t.Fatalf("actiongw version: %v", err)
 		}
 		got := strings.TrimSpace(string(out))
-		if dirty && tc.buildvcs == "true" {
+		if dirty && tc.flags[0] == "-buildvcs=true" {
 			tc.want = append(tc.want, "with uncommitted changes")
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
-				t.Errorf("-buildvcs=%s: actiongw version = %q; want it to contain %q", tc.buildvcs, got, w)
+				t.Errorf("%s: actiongw version = %q; want it to contain %q", strings.Join(tc.flags, " "), got, w)
 			}
 		}
 	}
