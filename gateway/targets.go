@@ -141,6 +141,7 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 		t.Auth.Passphrase, err2 = secretBytes(c.PassphraseSecret, values, errs)
 		t.Auth.Password, err3 = secretBytes(c.PasswordSecret, values, errs)
 		t.Auth.Agent = c.Agent
+		t.Auth.KeySecret, t.Auth.PassphraseSecret, t.Auth.PasswordSecret = c.KeySecret, c.PassphraseSecret, c.PasswordSecret
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, err
 		}
@@ -172,6 +173,13 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 		Auth:  httpact.Auth{Kind: c.Auth, User: []byte(c.User), Header: c.Header, Param: c.Param},
 	}
 	he.endpoint = e
+	if c.CAFile != "" { // checked at load; read again in case it changed
+		var err error
+		if e.RootCAs, err = httpact.LoadCAFile(c.CAFile); err != nil {
+			he.err = &httpact.EndpointError{Endpoint: name, Field: "ca_file", Reason: err.Error()}
+			return he
+		}
+	}
 	var err1, err2 error
 	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
 	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)

@@ -207,7 +207,7 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 		if resp != nil {
 			resp.Body.Close()
 		}
-		res.fail(ctx, out.method, err)
+		res.fail(ctx, out.method, unknownAuthority(e, err))
 		return res, nil
 	}
 	defer resp.Body.Close()
@@ -229,7 +229,9 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 		res.fail(ctx, out.method, fmt.Errorf("copying body: %w", err))
 	case cut:
 		res.Status = StatusBodyLimit
-		res.Reason = fmt.Sprintf("response body longer than %d bytes: cut, request abandoned", n)
+		res.Reason = fmt.Sprintf("the response body is longer than %d bytes, the most endpoint %q reads; "+
+			"%d bytes were read and the rest was not (the request was abandoned); "+
+			"to read more, raise drain_cap in [http.%s]", n, e.Name, n, e.Name)
 	case resp.StatusCode >= 400:
 		res.Status = StatusHTTPError
 	default:

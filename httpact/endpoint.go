@@ -81,6 +81,8 @@ type Endpoint struct {
 	// Retry is the retry policy.
 	Retry RetryPolicy
 	// RootCAs verifies the server's certificate; nil means the system pool.
+	// It applies to this endpoint's connections only. LoadCAFile builds
+	// one that trusts a private CA besides the system roots.
 	RootCAs *x509.CertPool
 }
 

@@ -359,6 +359,11 @@ func TestBodyLimit(t *testing.T) {
 			if res.Status != tt.status || res.BodyBytes != tt.bytes || w.n.Load() != tt.bytes || res.BodyCut != (tt.status == StatusBodyLimit) {
 				t.Errorf("got %s, %d bytes (writer %d), cut %v; want %s, %d bytes", res.Status, res.BodyBytes, w.n.Load(), res.BodyCut, tt.status, tt.bytes)
 			}
+			if want := fmt.Sprintf(`the response body is longer than %d bytes, the most endpoint "test" reads; `+
+				`%d bytes were read and the rest was not (the request was abandoned); to read more, raise drain_cap in [http.test]`,
+				limit, limit); tt.status == StatusBodyLimit && res.Reason != want {
+				t.Errorf("reason %q; want %q", res.Reason, want)
+			}
 			if tt.n == 1<<30 {
 				finished.Wait() // the handler stops once its writes fail
 				if sent := wrote.Load(); sent >= tt.n {

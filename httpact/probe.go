@@ -30,7 +30,7 @@ func (c *Client) Probe(ctx context.Context, e *Endpoint) error {
 	}
 	tc := tls.Client(conn, &tls.Config{ServerName: base.Hostname(), RootCAs: e.RootCAs, MinVersion: tls.VersionTLS12})
 	if err := tc.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("TLS handshake with %s: %w", o, err)
+		return fmt.Errorf("TLS handshake with %s: %w", o, unknownAuthority(e, err))
 	}
 	return tc.Close()
 }

@@ -27,7 +27,7 @@ func TestProbe(t *testing.T) {
 	}{
 		{"http", Endpoint{Name: "a", BaseURL: plain.URL, AllowPrivate: true}, ""},
 		{"https with its CA", Endpoint{Name: "b", BaseURL: secure.URL + "/api", AllowPrivate: true, RootCAs: roots}, ""},
-		{"https with an unknown CA", Endpoint{Name: "c", BaseURL: secure.URL, AllowPrivate: true}, "TLS handshake"},
+		{"https with an unknown CA", Endpoint{Name: "c", BaseURL: secure.URL, AllowPrivate: true}, `set ca_file = "PATH" in [http.c]`},
 		{"loopback without opt-in", Endpoint{Name: "d", BaseURL: plain.URL}, "loopback"},
 		{"nothing listening", Endpoint{Name: "e", BaseURL: closed.URL, AllowPrivate: true}, "connect to"},
 		{"invalid endpoint", Endpoint{Name: "f", BaseURL: "ftp://x"}, "base_url"},

@@ -22,6 +22,13 @@ func TestAuth(t *testing.T) {
 	encrypted := sshtest.EncryptKey(t, s.ClientKey, passphrase)
 	strangerKey, _ := sshtest.NewKey(t)
 	agentSock := startAgent(t, s.ClientKey)
+	emptyAgent := startAgent(t, nil)
+	strangerAgent := startAgent(t, strangerKey)
+	strangerPub, err := os.ReadFile(filepath.Join(filepath.Dir(strangerAgent), "id.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := []byte("ghp_0123456789abcdefghijklmnopqrstuvwxyz") // what a person stores by mistake
 
 	for _, tc := range []struct {
 		name  string
@@ -35,13 +42,26 @@ func TestAuth(t *testing.T) {
 		{name: "encrypted key", auth: Auth{PrivateKey: encrypted, Passphrase: passphrase}},
 		{name: "password", user: sshtest.PasswordUser}, // its password is set below
 		{name: "agent", auth: Auth{Agent: true}, agent: agentSock},
-		{name: "wrong key", auth: Auth{PrivateKey: strangerKey}, check: isAuthError},
-		{name: "wrong password", user: sshtest.PasswordUser, auth: Auth{Password: []byte("not-it")}, check: isAuthError},
+		{name: "wrong key", auth: Auth{PrivateKey: strangerKey, KeySecret: "box-key"},
+			check: all(isAuthError, contains(`key SHA256:`), contains(`keyring item "box-key"`), contains("authorized_keys"))},
+		{name: "wrong password", user: sshtest.PasswordUser, auth: Auth{Password: []byte("not-it"), PasswordSecret: "box-pw"},
+			check: all(isAuthError, contains(`keyring item "box-pw"`), contains("actiongw secret set box-pw"))},
 		{name: "missing secret", auth: Auth{}, check: func(err error) bool { return errors.Is(err, ErrNoCredential) }},
-		{name: "missing passphrase", auth: Auth{PrivateKey: encrypted}, check: contains("no passphrase")},
-		{name: "wrong passphrase", auth: Auth{PrivateKey: encrypted, Passphrase: []byte("wr0ng-phrase")}, check: contains("passphrase does not decrypt")},
-		{name: "garbage key", auth: Auth{PrivateKey: []byte("not a key")}, check: contains("parse private key")},
-		{name: "agent without socket", auth: Auth{Agent: true}, check: contains("SSH_AUTH_SOCK")},
+		{name: "missing passphrase", auth: Auth{PrivateKey: encrypted, KeySecret: "box-key"},
+			check: all(isKeyError(KeyNeedsPassphrase), contains(`keyring item "box-key"`), contains("encrypted"), contains("passphrase_secret"), contains("actiongw secret set box-key-passphrase"))},
+		{name: "wrong passphrase", auth: Auth{PrivateKey: encrypted, Passphrase: []byte("wr0ng-phrase"), KeySecret: "box-key", PassphraseSecret: "box-pass"},
+			check: all(isKeyError(KeyWrongPassphrase), contains(`keyring item "box-pass" (passphrase_secret) does not decrypt`), contains("actiongw secret set box-pass"))},
+		{name: "token stored as the key", auth: Auth{PrivateKey: token, KeySecret: "box-key"},
+			check: all(isKeyError(KeyNotAKey), contains(`keyring item "box-key" (key_secret) is not an OpenSSH or PEM private key`), contains("actiongw secret set box-key < ~/.ssh/id_ed25519"))},
+		{name: "public key stored as the key", auth: Auth{PrivateKey: strangerPub, KeySecret: "box-key"},
+			check: all(isKeyError(KeyNotAKey), contains("holds a public key"), contains("actiongw secret set box-key <"))},
+		{name: "agent without socket", auth: Auth{Agent: true}, check: all(contains("SSH_AUTH_SOCK is not set"), contains("ssh-add"))},
+		{name: "agent socket gone", auth: Auth{Agent: true}, agent: filepath.Join(t.TempDir(), "gone.sock"),
+			check: all(contains("cannot reach the ssh-agent at SSH_AUTH_SOCK="), contains("gone.sock"), contains("not running"))},
+		{name: "agent without keys", auth: Auth{Agent: true}, agent: emptyAgent,
+			check: all(isAuthError, contains("holds no keys"), contains("SSH_AUTH_SOCK="+emptyAgent), contains("ssh-add"), not(contains("authorized_keys")))},
+		{name: "agent with a refused key", auth: Auth{Agent: true}, agent: strangerAgent,
+			check: all(isAuthError, contains("1 key from the ssh-agent"), contains("authorized_keys"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SSH_AUTH_SOCK", tc.agent)
@@ -63,6 +83,7 @@ func TestAuth(t *testing.T) {
 				}
 				return
 			}
+			t.Log(err)
 			if err == nil || !tc.check(err) {
 				t.Fatalf("got %v; want the %s error", err, tc.name)
 			}
@@ -84,11 +105,34 @@ func isAuthError(err error) bool {
 	return errors.As(err, &ae)
 }
 
+func isKeyError(p KeyProblem) func(error) bool {
+	return func(err error) bool {
+		var ke *KeyError
+		return errors.As(err, &ke) && ke.Problem == p
+	}
+}
+
+func all(checks ...func(error) bool) func(error) bool {
+	return func(err error) bool {
+		for _, c := range checks {
+			if !c(err) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func not(check func(error) bool) func(error) bool {
+	return func(err error) bool { return !check(err) }
+}
+
 func contains(s string) func(error) bool {
 	return func(err error) bool { return strings.Contains(err.Error(), s) }
 }
 
-// startAgent runs a real ssh-agent holding key and returns its socket.
+// startAgent runs a real ssh-agent holding key (nil: none) and returns its
+// socket. The key's public half is written next to the socket as id.pub.
 func startAgent(t *testing.T, key []byte) string {
 	t.Helper()
 	testenv.Command(t, "ssh-agent", "openssh-client")
@@ -99,6 +143,9 @@ func startAgent(t *testing.T, key []byte) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	if key == nil {
+		return sock
+	}
 	keyPath := filepath.Join(dir, "id")
 	if err := os.WriteFile(keyPath, key, 0o600); err != nil {
 		t.Fatal(err)
@@ -115,5 +162,46 @@ func startAgent(t *testing.T, key []byte) string {
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("ssh-add: %v: %s", err, out)
 	}
+	pub, err := exec.Command("ssh-keygen", "-y", "-f", keyPath).Output()
+	if err != nil {
+		t.Fatalf("ssh-keygen -y: %v", err)
+	}
+	if err := os.WriteFile(keyPath+".pub", pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return sock
+}
+
+// TestValidateParsesKeys checks that Validate finds an unusable key without
+// dialling: the target's own and its jump host's.
+func TestValidateParsesKeys(t *testing.T) {
+	good, _ := sshtest.NewKey(t)
+	base := func(name string, key []byte) *Target {
+		return &Target{Name: name, Host: "192.0.2.1", User: "u", MaxSessions: 1, Keepalive: time.Second,
+			Auth: Auth{PrivateKey: key, KeySecret: name + "-key"}}
+	}
+	bad := []byte("not a key at all, a token")
+	for _, tc := range []struct {
+		name   string
+		target *Target
+		want   string // "" for no error
+	}{
+		{"good key", base("a", good), ""},
+		{"token as key", base("b", bad), `target "b": keyring item "b-key" (key_secret) is not an OpenSSH or PEM private key`},
+		{"jump host's key", func() *Target { t := base("c", good); t.Jump = base("bastion", bad); return t }(),
+			`target "bastion": keyring item "bastion-key"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.target.Validate()
+			var ke *KeyError
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate() = %v; want nil", err)
+			case tc.want != "" && (!errors.As(err, &ke) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate() = %v; want a *KeyError containing %q", err, tc.want)
+			case err != nil && strings.Contains(err.Error(), string(bad)):
+				t.Fatalf("Validate() = %v; it repeats the secret", err)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -14,62 +15,196 @@ import (
 )
 
 // AuthError reports that the server accepted none of the target's
-// credentials.
+// credentials, or that there were none to offer: an ssh-agent without keys.
 type AuthError struct {
 	Target, User string
 	Methods      []string // the methods that were offered: publickey, password
+	// KeyFingerprint is the SHA256 fingerprint of the configured private
+	// key; empty when there is none.
+	KeyFingerprint string
+	// KeySecret and PasswordSecret name the keyring items that were tried.
+	KeySecret, PasswordSecret string
+	// Agent is the ssh-agent's socket ($SSH_AUTH_SOCK) when agent = true;
+	// AgentKeys the number of keys it offered.
+	Agent     string
+	AgentKeys int
+	// agentListed is true once the agent's keys were asked for: the
+	// server may refuse before publickey is tried.
+	agentListed bool
 }
 
 func (e *AuthError) Error() string {
-	return fmt.Sprintf("target %q: server refused login as %q with %s: check that the key is in the user's authorized_keys, or the password",
-		e.Target, e.User, strings.Join(e.Methods, " and "))
+	if e.agentListed && e.AgentKeys == 0 && e.KeyFingerprint == "" && !slices.Contains(e.Methods, "password") {
+		return fmt.Sprintf("target %q: the ssh-agent at SSH_AUTH_SOCK=%s holds no keys, so there was nothing to log in with; "+
+			"add the key with: ssh-add ~/.ssh/id_ed25519 (ssh-add -l lists what the agent holds)", e.Target, e.Agent)
+	}
+	var tried, hints []string
+	if e.KeyFingerprint != "" {
+		k := "key " + e.KeyFingerprint
+		if e.KeySecret != "" {
+			k += fmt.Sprintf(" (keyring item %q)", e.KeySecret)
+		}
+		tried = append(tried, k)
+	}
+	if e.Agent != "" {
+		tried = append(tried, fmt.Sprintf("%d key%s from the ssh-agent (ssh-add -l lists them)", e.AgentKeys, plural(e.AgentKeys)))
+	}
+	if len(tried) > 0 {
+		hints = append(hints, "check that the public key is in ~/.ssh/authorized_keys of that user on the host (ssh-keygen -lf shows a key's fingerprint)")
+	}
+	if slices.Contains(e.Methods, "password") {
+		if e.PasswordSecret != "" {
+			tried = append(tried, fmt.Sprintf("the password in keyring item %q", e.PasswordSecret))
+			hints = append(hints, "check the password, and store the right one with: actiongw secret set "+e.PasswordSecret)
+		} else {
+			tried = append(tried, "the password")
+			hints = append(hints, "check the password")
+		}
+	}
+	if len(tried) == 0 {
+		tried = append(tried, "no credential")
+	}
+	return fmt.Sprintf("target %q: server refused login as %q with %s: %s",
+		e.Target, e.User, strings.Join(tried, " and "), strings.Join(hints, "; "))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// KeyProblem is what is wrong with a private key.
+type KeyProblem int
+
+const (
+	// KeyNotAKey: the bytes are no OpenSSH or PEM private key (a token, a
+	// public key, a truncated file).
+	KeyNotAKey KeyProblem = iota + 1
+	// KeyNeedsPassphrase: the key is encrypted and no passphrase is set.
+	KeyNeedsPassphrase
+	// KeyWrongPassphrase: the passphrase does not decrypt the key.
+	KeyWrongPassphrase
+)
+
+// KeyError reports a private key that cannot be used. It names the
+// keyring items, never their bytes.
+type KeyError struct {
+	Target string
+	// Secret and PassphraseSecret are Auth.KeySecret and
+	// Auth.PassphraseSecret; empty when the caller gave no names.
+	Secret, PassphraseSecret string
+	Problem                  KeyProblem
+	// PublicKey is true when the bytes are a public key (KeyNotAKey).
+	PublicKey bool
+	// Err is x/crypto's parse error for KeyNotAKey; it describes the
+	// format, never the bytes.
+	Err error
+}
+
+func (e *KeyError) Error() string {
+	item, fix := "the private key", "actiongw secret set NAME < ~/.ssh/id_ed25519"
+	if e.Secret != "" {
+		item = fmt.Sprintf("keyring item %q (key_secret)", e.Secret)
+		fix = fmt.Sprintf("actiongw secret set %s < ~/.ssh/id_ed25519", e.Secret)
+	}
+	switch e.Problem {
+	case KeyNeedsPassphrase:
+		name := "NAME"
+		if e.Secret != "" {
+			name = e.Secret + "-passphrase"
+		}
+		return fmt.Sprintf("target %q: %s is an encrypted private key and no passphrase_secret is set; "+
+			"store the passphrase with: actiongw secret set %s, and add passphrase_secret = %q to the target",
+			e.Target, item, name, name)
+	case KeyWrongPassphrase:
+		pass, fixPass := "the passphrase", "store the right one"
+		if e.PassphraseSecret != "" {
+			pass = fmt.Sprintf("keyring item %q (passphrase_secret)", e.PassphraseSecret)
+			fixPass = "store the right passphrase with: actiongw secret set " + e.PassphraseSecret
+		}
+		return fmt.Sprintf("target %q: %s does not decrypt %s; %s", e.Target, pass, item, fixPass)
+	}
+	what := "is not an OpenSSH or PEM private key"
+	if e.PublicKey {
+		what = "holds a public key, not the private key"
+	} else if e.Err != nil {
+		what += " (" + e.Err.Error() + ")"
+	}
+	return fmt.Sprintf("target %q: %s %s; store the private key file (the one without .pub) with: %s",
+		e.Target, item, what, fix)
+}
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// signer parses t's private key; its errors are *KeyError.
+func (t *Target) signer() (ssh.Signer, error) {
+	a := &t.Auth
+	var signer ssh.Signer
+	var err error
+	if len(a.Passphrase) > 0 {
+		signer, err = ssh.ParsePrivateKeyWithPassphrase(a.PrivateKey, a.Passphrase)
+	} else {
+		signer, err = ssh.ParsePrivateKey(a.PrivateKey)
+	}
+	if err == nil {
+		return signer, nil
+	}
+	e := &KeyError{Target: t.Name, Secret: a.KeySecret, PassphraseSecret: a.PassphraseSecret}
+	var missing *ssh.PassphraseMissingError
+	switch {
+	case errors.As(err, &missing):
+		e.Problem = KeyNeedsPassphrase
+	case errors.Is(err, x509.IncorrectPasswordError):
+		e.Problem = KeyWrongPassphrase
+	default:
+		e.Problem, e.Err = KeyNotAKey, err
+		_, _, _, _, perr := ssh.ParseAuthorizedKey(a.PrivateKey)
+		e.PublicKey = perr == nil
+	}
+	return nil, e
 }
 
 // clientVersion is sent in the SSH banner so that server logs show the tool.
 const clientVersion = "SSH-2.0-actiongw"
 
 // authMethods builds the client's auth methods from the target's credential
-// bytes. The returned closer ends the agent connection, which is only needed
-// during the handshake.
-func authMethods(t *Target) ([]ssh.AuthMethod, []string, func(), error) {
+// bytes, and the *AuthError to return if the server accepts none, which
+// the methods fill in as they run. The returned closer ends the agent
+// connection, which is only needed during the handshake.
+func authMethods(t *Target) ([]ssh.AuthMethod, *AuthError, func(), error) {
 	var signers []ssh.Signer
 	closer := func() {}
+	ae := &AuthError{Target: t.Name, User: t.User, KeySecret: t.Auth.KeySecret, PasswordSecret: t.Auth.PasswordSecret}
 	if len(t.Auth.PrivateKey) > 0 {
-		var signer ssh.Signer
-		var err error
-		if len(t.Auth.Passphrase) > 0 {
-			signer, err = ssh.ParsePrivateKeyWithPassphrase(t.Auth.PrivateKey, t.Auth.Passphrase)
-		} else {
-			signer, err = ssh.ParsePrivateKey(t.Auth.PrivateKey)
-		}
-		var missing *ssh.PassphraseMissingError
-		switch {
-		case errors.As(err, &missing):
-			return nil, nil, closer, fmt.Errorf("target %q: the private key is encrypted and no passphrase is configured", t.Name)
-		case errors.Is(err, x509.IncorrectPasswordError):
-			return nil, nil, closer, fmt.Errorf("target %q: the passphrase does not decrypt the private key", t.Name)
-		case err != nil:
-			// x/crypto's parse errors describe the format, never the bytes.
-			return nil, nil, closer, fmt.Errorf("target %q: parse private key: %w", t.Name, err)
+		signer, err := t.signer()
+		if err != nil {
+			return nil, nil, closer, err
 		}
 		signers = append(signers, signer)
+		ae.KeyFingerprint = ssh.FingerprintSHA256(signer.PublicKey())
 	}
 	var agentSigners func() ([]ssh.Signer, error)
 	if t.Auth.Agent {
 		sock := os.Getenv("SSH_AUTH_SOCK")
 		if sock == "" {
-			return nil, nil, closer, fmt.Errorf("target %q: agent = true but SSH_AUTH_SOCK is not set", t.Name)
+			return nil, nil, closer, fmt.Errorf("target %q: agent = true but SSH_AUTH_SOCK is not set in actiongw's environment: "+
+				"start an ssh-agent and ssh-add the key, then start actiongw where SSH_AUTH_SOCK is set "+
+				"(an MCP client starts actiongw with its own environment: add SSH_AUTH_SOCK to the client's server entry)", t.Name)
 		}
 		conn, err := net.Dial("unix", sock)
 		if err != nil {
-			return nil, nil, closer, fmt.Errorf("target %q: connect to ssh-agent: %w", t.Name, err)
+			return nil, nil, closer, fmt.Errorf("target %q: cannot reach the ssh-agent at SSH_AUTH_SOCK=%s (%w): "+
+				"the agent is not running or the socket is stale; start one (eval $(ssh-agent)), ssh-add the key and restart actiongw with its SSH_AUTH_SOCK",
+				t.Name, sock, errors.Unwrap(err))
 		}
 		closer = func() { conn.Close() }
 		agentSigners = agent.NewClient(conn).Signers
+		ae.Agent = sock
 	}
 
 	var methods []ssh.AuthMethod
-	var names []string
 	if len(signers) > 0 || agentSigners != nil {
 		// One publickey method: x/crypto tries each method name only once.
 		methods = append(methods, ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
@@ -80,9 +215,10 @@ func authMethods(t *Target) ([]ssh.AuthMethod, []string, func(), error) {
 			if err != nil {
 				return nil, fmt.Errorf("list ssh-agent keys: %w", err)
 			}
+			ae.AgentKeys, ae.agentListed = len(more), true
 			return append(signers, more...), nil
 		}))
-		names = append(names, "publickey")
+		ae.Methods = append(ae.Methods, "publickey")
 	}
 	if pw := t.Auth.Password; len(pw) > 0 {
 		methods = append(methods,
@@ -96,9 +232,9 @@ func authMethods(t *Target) ([]ssh.AuthMethod, []string, func(), error) {
 				}
 				return answers, nil
 			}))
-		names = append(names, "password")
+		ae.Methods = append(ae.Methods, "password")
 	}
-	return methods, names, closer, nil
+	return methods, ae, closer, nil
 }
 
 // handshake runs the SSH handshake for t over conn, which it closes on
@@ -110,7 +246,7 @@ func handshake(ctx context.Context, t *Target, conn net.Conn) (*ssh.Client, erro
 		conn.Close()
 		return nil, err
 	}
-	auth, names, closeAgent, err := authMethods(t)
+	auth, authErr, closeAgent, err := authMethods(t)
 	defer closeAgent()
 	if err != nil {
 		conn.Close()
@@ -138,7 +274,7 @@ func handshake(ctx context.Context, t *Target, conn net.Conn) (*ssh.Client, erro
 		err = hk.err
 	case strings.Contains(err.Error(), "unable to authenticate"):
 		// x/crypto has no error type for this; its text is stable.
-		err = &AuthError{Target: t.Name, User: t.User, Methods: names}
+		err = authErr
 	default:
 		err = fmt.Errorf("target %q: ssh handshake with %s: %w", t.Name, t.addr(), err)
 	}

@@ -118,16 +118,21 @@ func TestHostCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sshtest.Start(t, sshtest.Options{Config: []string{"HostKey " + keyPath, "HostCertificate " + certPath}})
-	p := newPool(t)
-	kh := filepath.Join(dir, "known_hosts")
-	line := "@cert-authority [127.0.0.1]:" + strconv.Itoa(s.Port) + " " + string(ssh.MarshalAuthorizedKey(sshCA))
-	if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tg := target(s)
-	tg.KnownHostsPath = kh
-	out, err := runCmd(t, p, tg, "echo ok")
-	if err != nil || out.stdout != "ok\n" {
-		t.Fatalf("Run with @cert-authority: %+v, %v; want ok", out, err)
+	// The README documents both: a CA for one host, and for a pattern.
+	for _, pattern := range []string{"[127.0.0.1]:" + strconv.Itoa(s.Port), "*"} {
+		t.Run(pattern, func(t *testing.T) {
+			p := newPool(t)
+			kh := filepath.Join(t.TempDir(), "known_hosts")
+			line := "@cert-authority " + pattern + " " + string(ssh.MarshalAuthorizedKey(sshCA))
+			if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tg := target(s)
+			tg.KnownHostsPath = kh
+			out, err := runCmd(t, p, tg, "echo ok")
+			if err != nil || out.stdout != "ok\n" {
+				t.Fatalf("Run with %q: %+v, %v; want ok", line, out, err)
+			}
+		})
 	}
 }

@@ -86,6 +86,10 @@ type Auth struct {
 	Password []byte
 	// Agent uses the keys of the ssh-agent at $SSH_AUTH_SOCK.
 	Agent bool
+	// KeySecret, PassphraseSecret and PasswordSecret name the keyring
+	// items the credentials came from, for messages only: an error can
+	// then say which item to replace. Empty names none.
+	KeySecret, PassphraseSecret, PasswordSecret string
 }
 
 // String describes which credentials are present, never their values.
@@ -166,6 +170,23 @@ func (t *Target) poolKey() string {
 		k += " via " + t.Jump.poolKey()
 	}
 	return k
+}
+
+// Validate checks t and its jump chain as Run does before it dials, and
+// parses their private keys: a key that cannot be used is a *KeyError,
+// found without connecting. A missing credential is ErrNoCredential.
+func (t *Target) Validate() error {
+	if err := t.validate(); err != nil {
+		return err
+	}
+	for cur := t; cur != nil; cur = cur.Jump {
+		if len(cur.Auth.PrivateKey) > 0 {
+			if _, err := cur.signer(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // validate checks what Run needs before it dials; errors name the field.

@@ -4,7 +4,10 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +31,11 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { kr.Delete(ctx, "box-key") })
+	// A token stored where a private key belongs.
+	if err := kr.Set(ctx, "box-token", []byte("ghp_0123456789abcdefghijklmnopqrstuvwxyz")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kr.Delete(ctx, "box-token") })
 	// A known_hosts file that records another key for the host.
 	_, other := sshtest.NewKey(t)
 	wrongKnown := filepath.Join(t.TempDir(), "known_hosts")
@@ -45,6 +53,22 @@ func TestCheck(t *testing.T) {
 	api := func(name string, allowPrivate bool) string {
 		return fmt.Sprintf("[http.%s]\nbase_url = %q\nallow_private = %v\n", name, srv.URL, allowPrivate)
 	}
+	// An HTTPS API with a certificate no system root signed, and its CA.
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("check sent a request: %s %s", r.Method, r.URL)
+	}))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	tlsSrv.StartTLS()
+	t.Cleanup(tlsSrv.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "id")
+	if err := os.WriteFile(keyFile, sshd.ClientKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsAPI := fmt.Sprintf("[http.private]\nbase_url = %q\nallow_private = true\n", tlsSrv.URL)
 	tests := []struct {
 		name     string
 		config   string
@@ -59,6 +83,18 @@ func TestCheck(t *testing.T) {
 			[]string{"ssh box", "FAIL", sshd.Fingerprint()}},
 		{"missing secret", target("box", sshd.KnownHosts, "no-such-key"), 1,
 			[]string{"secret no-such-key", "FAIL", "actiongw secret set no-such-key"}},
+		{"token stored as the key", target("box", sshd.KnownHosts, "box-token"), 1,
+			[]string{"ssh box", "FAIL", `keyring item "box-token" (key_secret) is not an OpenSSH or PEM private key`,
+				"actiongw secret set box-token < ~/.ssh/id_ed25519"}},
+		{"private CA without ca_file", tlsAPI, 1,
+			[]string{"http private", "FAIL", "unknown authority", `set ca_file = "PATH" in [http.private]`}},
+		{"private CA with ca_file", tlsAPI + fmt.Sprintf("ca_file = %q\n", caFile), 0,
+			[]string{"http private", "ok", "no request sent"}},
+		{"ca_file that is a key", tlsAPI + fmt.Sprintf("ca_file = %q\n", keyFile), 1,
+			[]string{"config.toml:6: http.private.ca_file:", "holds a private key", "actiongw check"}},
+		{"duration without a unit", target("box", sshd.KnownHosts, "box-key") + "timeout = \"60\"\n", 1,
+			[]string{"config.toml:9: ssh.box.timeout:", `invalid duration "60": a duration needs a unit, e.g. "60s"`,
+				"config.example.toml", "actiongw check"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,14 +10,22 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/actiongw/actiongw/internal/config"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is what serve reports and `actiongw version` prints: set at
+// build time with -ldflags "-X main.version=…", else init takes the module
+// version the go command recorded. It is never empty.
+var version string
+
+func init() {
+	info, _ := debug.ReadBuildInfo()
+	version = moduleVersion(version, info)
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,7 +102,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	case "audit":
 		return c.audit(ctx, rest)
 	case "version":
-		fmt.Fprintf(c.stdout, "actiongw %s\n", version)
+		info, _ := debug.ReadBuildInfo()
+		fmt.Fprintf(c.stdout, "actiongw %s\n", versionString(version, info))
 		return nil
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, usage)
@@ -169,4 +178,42 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// moduleVersion is override, else the module version of the build info
+// ("(devel)" when the go command knew none), else "(unknown)".
+func moduleVersion(override string, info *debug.BuildInfo) string {
+	switch {
+	case override != "":
+		return override
+	case info != nil && info.Main.Version != "":
+		return info.Main.Version
+	}
+	return "(unknown)"
+}
+
+// versionString describes the build: version v, then the VCS revision,
+// whether the tree had changes and the commit time, when recorded.
+func versionString(v string, info *debug.BuildInfo) string {
+	if info == nil {
+		return v + " (no build information)"
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	var vcs []string
+	if rev := settings["vcs.revision"]; rev != "" {
+		vcs = append(vcs, "revision "+rev)
+	}
+	if settings["vcs.modified"] == "true" {
+		vcs = append(vcs, "with uncommitted changes")
+	}
+	if t := settings["vcs.time"]; t != "" {
+		vcs = append(vcs, "committed "+t)
+	}
+	if len(vcs) == 0 {
+		vcs = append(vcs, "no VCS information")
+	}
+	return fmt.Sprintf("%s (%s; %s)", v, strings.Join(vcs, ", "), info.GoVersion)
 }

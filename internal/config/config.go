@@ -18,6 +18,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -148,6 +149,10 @@ type HTTPEndpoint struct {
 
 	// AllowPrivate lets the endpoint reach loopback and private addresses.
 	AllowPrivate bool `toml:"allow_private"`
+	// CAFile is a PEM file of CA certificates the endpoint's server
+	// certificate may chain to, trusted besides the system roots and for
+	// this endpoint only; "~/" is expanded. Empty trusts the system roots.
+	CAFile string `toml:"ca_file"`
 	// FollowRedirects is "none" or "same-origin".
 	FollowRedirects string `toml:"follow_redirects" default:"none"`
 
@@ -221,6 +226,7 @@ func (c *Config) setTargetDefaults() {
 			continue
 		}
 		setDefaults(e)
+		e.CAFile = expandHome(e.CAFile)
 		for i, m := range e.Methods {
 			e.Methods[i] = strings.ToUpper(m)
 		}
@@ -280,44 +286,177 @@ func DefaultPath(getenv func(string) string) string {
 	return filepath.Join(getenv("HOME"), ".config", "actiongw", "config.toml")
 }
 
-// Load reads, decodes and validates the file at path.
+// Load reads, decodes and validates the file at path. A file that does not
+// load gives an *Error naming path and every problem found; a file that
+// cannot be read gives the error of os.ReadFile.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var cerr *Error
+	if errors.As(err, &cerr) {
+		cerr.Path = path
 	}
-	return cfg, nil
+	return cfg, err
 }
 
 // Parse decodes TOML strictly over [Default], fills the defaults of every
-// target and validates the result: an unknown key is an error naming the
-// key and its line.
+// target and validates the result. Every problem is a *FieldError with the
+// key and, where the text shows it, the line; Parse returns them together
+// as an *Error.
 func Parse(data []byte) (*Config, error) {
 	cfg := Default()
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(cfg)
 	if err != nil {
-		var perr toml.ParseError
-		if errors.As(err, &perr) {
-			return nil, fmt.Errorf("line %d: %s", perr.Position.Line, perr.Message)
-		}
-		return nil, err
+		return nil, &Error{Problems: []*FieldError{decodeError(err)}}
 	}
-	if keys := md.Undecoded(); len(keys) > 0 {
-		errs := make([]error, 0, len(keys))
-		for _, k := range keys {
-			errs = append(errs, undecodedError(data, k))
-		}
-		return nil, errors.Join(errs...)
+	var problems []*FieldError
+	for _, k := range md.Undecoded() {
+		problems = append(problems, undecodedError(data, k))
+	}
+	problems = append(problems, unitlessDurations(data, md)...)
+	if len(problems) > 0 {
+		return nil, &Error{Problems: problems}
 	}
 	cfg.setTargetDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		e := &Error{}
+		for _, err := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				fe = &FieldError{Reason: err.Error()}
+			}
+			fe.Line = fieldLine(data, fe.Field)
+			e.Problems = append(e.Problems, fe)
+		}
+		return nil, e
 	}
 	return cfg, nil
+}
+
+// Error is a configuration that does not load: every problem found, each
+// naming its key and line where known.
+type Error struct {
+	// Path is the file; empty when the text did not come from one.
+	Path     string
+	Problems []*FieldError
+}
+
+// configHelp ends every config error: what to read to fix it.
+const configHelp = "every option is described in config.example.toml and in the README (Configuration); after editing, run: actiongw check"
+
+// Error gives one line per problem, "path:line: key: reason", as compilers
+// do so that editors can jump to it, then configHelp.
+func (e *Error) Error() string {
+	var b strings.Builder
+	for _, p := range e.Problems {
+		if e.Path != "" {
+			b.WriteString(e.Path)
+			if p.Line > 0 {
+				fmt.Fprintf(&b, ":%d", p.Line)
+			}
+			b.WriteString(": ")
+		} else if p.Line > 0 {
+			fmt.Fprintf(&b, "line %d: ", p.Line)
+		}
+		b.WriteString(p.where())
+		b.WriteString("\n")
+	}
+	b.WriteString(configHelp)
+	return b.String()
+}
+
+// Unwrap gives the problems, for errors.As(err, &fieldErr).
+func (e *Error) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
+	}
+	return errs
+}
+
+// typeError is how BurntSushi/toml words a value of the wrong type; it has
+// no error type for it.
+var typeError = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
+// decodeError turns a decoding error into a *FieldError with the line and,
+// when the error is about a value rather than the syntax, the key.
+func decodeError(err error) *FieldError {
+	var perr toml.ParseError
+	if errors.As(err, &perr) {
+		if d, ok := strings.CutPrefix(perr.Message, "invalid duration: "); ok {
+			// The decoder knows the key only as the last one it parsed,
+			// which for a value is the value's own.
+			return &FieldError{Field: perr.LastKey, Line: perr.Position.Line, Reason: durationReason(strings.Trim(d, `"`))}
+		}
+		return &FieldError{Line: perr.Position.Line, Reason: perr.Message}
+	}
+	if m := typeError.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &FieldError{Field: m[2], Line: line, Reason: m[3]}
+	}
+	return &FieldError{Reason: err.Error()}
+}
+
+// durationReason says what is wrong with a duration written as v and how to
+// write it, with v corrected when it is a bare number.
+func durationReason(v string) string {
+	fix := `"60s"`
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		fix = strconv.Quote(v + "s")
+	}
+	return fmt.Sprintf("invalid duration %q: a duration needs a unit, e.g. %s (units: ms, s, m, h; combined as \"1m30s\")", v, fix)
+}
+
+// unitlessDurations finds durations written as bare integers, which the
+// decoder takes as nanoseconds: `timeout = 60` would be 60ns.
+func unitlessDurations(data []byte, md toml.MetaData) []*FieldError {
+	var problems []*FieldError
+	for _, k := range md.Keys() {
+		var table any
+		switch {
+		case len(k) == 2 && k[0] == "server":
+			table = Server{}
+		case len(k) == 3 && k[0] == "ssh":
+			table = SSHTarget{}
+		case len(k) == 3 && k[0] == "http":
+			table = HTTPEndpoint{}
+		default:
+			continue
+		}
+		if !isDurationKey(table, k[len(k)-1]) || md.Type(k...) != "Integer" {
+			continue
+		}
+		v := "60"
+		if line := keyLine(data, k); line > 0 {
+			if m := regexp.MustCompile(`=\s*([0-9_]+)`).FindSubmatch(lineText(data, line)); m != nil {
+				v = string(m[1])
+			}
+		}
+		problems = append(problems, &FieldError{Field: k.String(), Line: keyLine(data, k), Reason: durationReason(v) + ", in quotes"})
+	}
+	return problems
+}
+
+func isDurationKey(table any, key string) bool {
+	rt := reflect.TypeOf(table)
+	for i := range rt.NumField() {
+		if f := rt.Field(i); f.Tag.Get("toml") == key {
+			return f.Type == reflect.TypeFor[time.Duration]()
+		}
+	}
+	return false
+}
+
+// lineText returns line n (1-based) of data.
+func lineText(data []byte, n int) []byte {
+	lines := bytes.SplitN(data, []byte("\n"), n+1)
+	if n > len(lines) {
+		return nil
+	}
+	return lines[n-1]
 }
 
 // inlineCredentialKeys are keys people write when they mean to paste a
@@ -328,16 +467,66 @@ var inlineCredentialKeys = map[string]string{
 	"secret": "token_secret", "api_key": "token_secret",
 }
 
-func undecodedError(data []byte, k toml.Key) error {
-	name := k[len(k)-1]
-	where := strings.Join(k, ".")
-	if line := keyLine(data, k); line > 0 {
-		where = fmt.Sprintf("line %d: %s", line, where)
+func undecodedError(data []byte, k toml.Key) *FieldError {
+	fe := &FieldError{Field: k.String(), Line: keyLine(data, k), Reason: "unknown key"}
+	if field, ok := inlineCredentialKeys[strings.ToLower(k[len(k)-1])]; ok {
+		fe.Reason = fmt.Sprintf("credentials do not belong in the config file; store the value with `actiongw secret set NAME` and write %s = \"NAME\"", field)
 	}
-	if field, ok := inlineCredentialKeys[strings.ToLower(name)]; ok {
-		return fmt.Errorf("%s: credentials do not belong in the config file; store the value with `actiongw secret set NAME` and write %s = \"NAME\"", where, field)
+	return fe
+}
+
+// fieldLine finds the line of a FieldError's field: "server.key",
+// "ssh.NAME[.key[[i]]]" or "http.NAME[.key[[i]]]", NAME possibly with dots.
+// It is the key's line, else the line of the target's table header.
+func fieldLine(data []byte, field string) int {
+	kind, rest, ok := strings.Cut(field, ".")
+	if !ok {
+		return 0
 	}
-	return fmt.Errorf("%s: unknown key", where)
+	if i := strings.IndexByte(rest, '['); i >= 0 {
+		rest = rest[:i]
+	}
+	if kind == "server" {
+		return keyLine(data, toml.Key{kind, rest})
+	}
+	if name, key, ok := cutLast(rest, "."); ok {
+		if line := keyLine(data, toml.Key{kind, name, key}); line > 0 {
+			return line
+		}
+	}
+	return headerLine(data, kind+"."+rest)
+}
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+// headerLine finds the line of the header [table].
+func headerLine(data []byte, table string) int {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		if h, ok := tableHeader(sc.Text()); ok && h == table {
+			return n
+		}
+	}
+	return 0
+}
+
+// tableHeader returns the table name of a "[table]" line, quotes removed.
+func tableHeader(line string) (string, bool) {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "[") {
+		return "", false
+	}
+	h := strings.Trim(line, "[] ")
+	if i := strings.Index(h, "]"); i >= 0 {
+		h = h[:i]
+	}
+	return strings.ReplaceAll(h, `"`, ""), true
 }
 
 // keyLine finds the line of key k: the first assignment of its last part
@@ -351,12 +540,8 @@ func keyLine(data []byte, k toml.Key) int {
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			h := strings.Trim(line, "[] ")
-			if i := strings.Index(h, "]"); i >= 0 {
-				h = h[:i]
-			}
-			inTable = strings.ReplaceAll(h, `"`, "") == table
+		if h, ok := tableHeader(line); ok {
+			inTable = h == table
 			continue
 		}
 		if inTable && assign.MatchString(line) {
@@ -368,11 +553,29 @@ func keyLine(data []byte, k toml.Key) int {
 
 // FieldError says which field of the config is wrong and why.
 type FieldError struct {
-	Field  string // e.g. "ssh.web1.port"
+	// Field is the key path, e.g. "ssh.web1.port"; empty for a syntax
+	// error, which belongs to a line rather than a key.
+	Field string
+	// Line is the line of the file (from 1); zero when unknown, as for a
+	// Config built in code.
+	Line   int
 	Reason string
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s", e.Line, e.where())
+	}
+	return e.where()
+}
+
+// where is the key and the reason.
+func (e *FieldError) where() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
 
 // Validate checks every field and returns all problems at once, each a
 // *FieldError. It changes nothing: defaults come from Parse or
@@ -561,6 +764,11 @@ func (c *Config) Validate() error {
 		default:
 			bad(f+".follow_redirects", `must be "none" or "same-origin", got %q`, e.FollowRedirects)
 		}
+		if e.CAFile != "" {
+			if _, err := httpact.LoadCAFile(e.CAFile); err != nil {
+				bad(f+".ca_file", "%v", err)
+			}
+		}
 		if e.Timeout <= 0 {
 			bad(f+".timeout", "must be positive")
 		}
@@ -614,11 +822,11 @@ func checkSecretNames(prefix string, fields map[string]string) []error {
 			continue
 		}
 		if looksInline(v) {
-			errs = append(errs, &FieldError{prefix + "." + field, "holds what looks like a credential; it must name a keyring item (store the value with `actiongw secret set NAME`)"})
+			errs = append(errs, &FieldError{Field: prefix + "." + field, Reason: "holds what looks like a credential; it must name a keyring item (store the value with `actiongw secret set NAME`)"})
 			continue
 		}
 		if err := secrets.CheckUserName(v); err != nil {
-			errs = append(errs, &FieldError{prefix + "." + field, err.Error()})
+			errs = append(errs, &FieldError{Field: prefix + "." + field, Reason: err.Error()})
 		}
 	}
 	return errs
@@ -628,7 +836,7 @@ func checkSecretNames(prefix string, fields map[string]string) []error {
 func checkNoInline(prefix string, values ...string) []error {
 	for _, v := range values {
 		if looksInline(v) {
-			return []error{&FieldError{prefix, "a value looks like an inline credential (a PEM block); credentials belong in the keyring (`actiongw secret set NAME`)"}}
+			return []error{&FieldError{Field: prefix, Reason: "a value looks like an inline credential (a PEM block); credentials belong in the keyring (`actiongw secret set NAME`)"}}
 		}
 	}
 	return nil

@@ -1,7 +1,14 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -104,7 +112,31 @@ func TestParseConfigErrors(t *testing.T) {
 			[]string{"ssh.a", "also used"}},
 		{"bad duration",
 			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ntimeout = \"soon\"\n",
-			[]string{"soon"}},
+			[]string{"line 5", "ssh.a.timeout", `invalid duration "soon"`, "needs a unit", `"60s"`}},
+		{"duration without a unit",
+			"[ssh.box]\nhost = \"h\"\nuser = \"u\"\nagent = true\ntimeout = \"60\"\n",
+			[]string{"line 5", "ssh.box.timeout", `invalid duration "60"`, "needs a unit", `e.g. "60s"`}},
+		{"duration as a bare number",
+			"[ssh.box]\nhost = \"h\"\nuser = \"u\"\nagent = true\ntimeout = 90\n",
+			[]string{"line 5", "ssh.box.timeout", "needs a unit", `e.g. "90s"`, "in quotes"}},
+		{"server duration as a bare number",
+			"[server]\nqueue_wait = 10\n",
+			[]string{"line 2", "server.queue_wait", `"10s"`}},
+		{"http duration as a bare number",
+			"[http.api]\nbase_url = \"https://x\"\nmax_timeout = 300\n",
+			[]string{"line 3", "http.api.max_timeout", `"300s"`}},
+		{"string for a number",
+			"[server]\nmax_frame_bytes = \"big\"\n",
+			[]string{"line 2", "server.max_frame_bytes"}},
+		{"validation error has the key's line",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\n\nport = 70000\n",
+			[]string{"line 6: ssh.a.port: must be 1-65535"}},
+		{"target-wide problem has the table's line",
+			"[server]\n[ssh.a]\nhost = \"h\"\nuser = \"u\"\n",
+			[]string{"line 2: ssh.a: set exactly one of"}},
+		{"every error ends with where to read",
+			"[server]\nmax_frame_bytes = 10\n",
+			[]string{"config.example.toml", "actiongw check"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,4 +258,127 @@ func TestDefaultTags(t *testing.T) {
 	}
 	check("ssh", cfg.SSH["a"], example.SSH["web1"])
 	check("http", cfg.HTTP["b"], example.HTTP["github"])
+}
+
+func TestLoadErrorNamesFileAndLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte("[ssh.box]\nhost = \"h\"\nuser = \"u\"\nagent = true\ntimeout = \"60\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	var cerr *Error
+	if !errors.As(err, &cerr) || cerr.Path != path || len(cerr.Problems) != 1 {
+		t.Fatalf("Load = %v; want an *Error for %s with one problem", err, path)
+	}
+	if got, want := strings.SplitN(err.Error(), "\n", 2)[0], path+`:5: ssh.box.timeout: invalid duration "60": a duration needs a unit, e.g. "60s"`; !strings.HasPrefix(got, want) {
+		t.Errorf("first line %q; want it to start with %q", got, want)
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "ssh.box.timeout" || fe.Line != 5 {
+		t.Errorf("errors.As FieldError = %+v; want ssh.box.timeout on line 5", fe)
+	}
+}
+
+func TestCAFile(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	certPEM, keyPEM := testCert(t)
+	files := map[string][]byte{"ca.pem": certPEM, "key.pem": keyPEM, "token.txt": []byte("ghp_0123456789abcdefghijklmnop\n")}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(home, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, caFile string
+		want         string // "" for success
+	}{
+		{"home-relative PEM", "~/ca.pem", ""},
+		{"absolute PEM", filepath.Join(home, "ca.pem"), ""},
+		{"missing", "~/nope.pem", "http.api.ca_file: cannot read " + filepath.Join(home, "nope.pem")},
+		{"a private key", "~/key.pem", "http.api.ca_file: " + filepath.Join(home, "key.pem") + " holds a private key"},
+		{"not PEM", "~/token.txt", "holds no PEM certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("[http.api]\nbase_url = \"https://x\"\nca_file = \"" + tt.caFile + "\"\n"))
+			if tt.want == "" {
+				if err != nil || cfg.HTTP["api"].CAFile != filepath.Join(home, "ca.pem") {
+					t.Fatalf("Parse = %v; want ca_file %s", err, filepath.Join(home, "ca.pem"))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "line 3") {
+				t.Fatalf("Parse = %v; want an error on line 3 containing %q", err, tt.want)
+			}
+			// The key's and the cert's base64, and the token.
+			for _, secret := range []string{string(keyPEM[40:70]), string(certPEM[40:70]), "ghp_0123"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Fatalf("Parse error %q quotes the file", err)
+				}
+			}
+		})
+	}
+}
+
+// testCert returns a self-signed CA certificate and its private key, PEM.
+func testCert(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// TestREADMEConfig parses the README's first configuration and checks that
+// its allow_commands allow what its text says and deny the rest.
+func TestREADMEConfig(t *testing.T) {
+	readme := readFile(t, filepath.Join("..", "..", "README.md"))
+	_, rest, ok := strings.Cut(readme, "## A first configuration")
+	if !ok {
+		t.Fatal(`README.md has no "## A first configuration"`)
+	}
+	_, rest, _ = strings.Cut(rest, "```toml\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("README.md: no ```toml block under A first configuration")
+	}
+	cfg, err := Parse([]byte(block))
+	if err != nil {
+		t.Fatalf("README's config does not load: %v", err)
+	}
+	if a := cfg.HTTP["admin"]; a == nil || !a.AllowPrivate {
+		t.Errorf("README's loopback endpoint admin = %+v; want allow_private", a)
+	}
+	web1 := cfg.SSH["web1"]
+	cmds, err := policy.CompileCommands("web1", web1.AllowCommands, web1.DenyCommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		command string
+		allowed bool
+	}{
+		{"tail -n 50 /var/log/app.log", true},
+		{"journalctl -u nginx -n 100", true},
+		{"journalctl -u nginx -n 100000", true}, // the README's ssh_exec example
+		{"systemctl status nginx", true},
+		{"tail -n 50 /etc/shadow", false},
+		{"tail -n 50 /var/log/appxlog", false},
+		{"cat /var/log/app.log", false},
+		{"tail -n 50 /var/log/app.log; id", false},
+		{"systemctl stop nginx", false},
+	} {
+		if err := cmds.Check(tc.command); (err == nil) != tc.allowed {
+			t.Errorf("README's web1 policy on %q: got %v; want allowed %v", tc.command, err, tc.allowed)
+		}
+	}
 }
