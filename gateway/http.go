@@ -101,7 +101,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			case err != nil:
 				return err
 			case he.err != nil:
-				return &unusableError{"credentials", he.err.Error(), fmt.Errorf("cannot use HTTP endpoint %q: %w", in.Endpoint, he.err)}
+				return &unusableError{"credentials", he.err.Error(), he.err} // it names the endpoint
 			}
 			return nil
 		},
@@ -114,9 +114,6 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 				return &ended{status: StatusFailed, reason: err.Error()}
 			}
 			e := &ended{status: httpStatus[res.Status], reason: res.Reason, duration: res.Duration, httpStatus: res.HTTPStatus}
-			if res.BodyCut {
-				e.reason = strings.TrimSpace(e.reason + fmt.Sprintf(" the body was cut after %d bytes (retention budget plus drain_cap)", res.BodyBytes))
-			}
 			return e
 		},
 		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {

@@ -133,7 +133,7 @@ func TestGatewayStartsWithBrokenConfig(t *testing.T) {
 		"read_output":   gw.ReadOutput(ctx, ReadOutputInput{Handle: "h", Stream: "stdout"}),
 		"search_output": gw.SearchOutput(ctx, SearchOutputInput{Handle: "h", Stream: "stdout", Pattern: "x"}),
 	} {
-		for _, want := range []string{"configuration cannot be used", "ssh.box.timeout", "actiongw check", "reloads"} {
+		for _, want := range []string{"configuration cannot be used", "ssh.box.timeout", "actiongw check", "again when it changes"} {
 			if !r.IsError || !strings.Contains(r.Text, want) {
 				t.Errorf("%s with a broken config: isError %v, text %q lacks %q", name, r.IsError, r.Text, want)
 			}

@@ -81,7 +81,7 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 				return err
 			}
 			if st.err != nil {
-				return &unusableError{"credentials", st.err.Error(), fmt.Errorf("cannot use SSH target %q: %w", in.Target, st.err)}
+				return &unusableError{"credentials", st.err.Error(), st.err} // it names the target
 			}
 			if int64(len(in.Stdin)) > st.maxStdin {
 				return &unusableError{"max_stdin_bytes", "stdin too large",

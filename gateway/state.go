@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
@@ -208,18 +209,33 @@ func (g *Gateway) refreshed(ctx context.Context, s *state) *state {
 func (g *Gateway) ready() (*state, *ToolResult) {
 	s := g.state()
 	if s.broken != nil {
-		return nil, g.failure("The server's configuration cannot be used, so no action can run: %v. "+
-			"Fix it (`actiongw check` lists every problem); the server reloads the config file when it changes, "+
-			"or on SIGHUP, without a restart.", s.broken)
+		return nil, g.failure("%v", &BrokenError{s.broken})
 	}
 	return s, nil
 }
 
-// Config returns the configuration in effect, or the error that keeps any
-// from being in effect.
+// BrokenError is why no configuration is in effect: every action is
+// refused with it, and it says how to recover.
+type BrokenError struct{ Err error }
+
+func (e *BrokenError) Error() string {
+	msg := "The server's configuration cannot be used, so nothing can run:\n" + e.Err.Error() + "\n"
+	if !strings.Contains(msg, "actiongw check") {
+		msg += "Run `actiongw check` to see every problem. "
+	}
+	return msg + "The server loads the config file again when it changes, or on SIGHUP: no restart is needed."
+}
+
+func (e *BrokenError) Unwrap() error { return e.Err }
+
+// Config returns the configuration in effect, or a *BrokenError when none
+// is.
 func (g *Gateway) Config() (*config.Config, error) {
 	s := g.state()
-	return s.cfg, s.broken
+	if s.broken != nil {
+		return nil, &BrokenError{s.broken}
+	}
+	return s.cfg, nil
 }
 
 // setNote keeps note for the text of the next tool result.

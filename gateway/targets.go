@@ -143,18 +143,22 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 		t.Auth.Agent = c.Agent
 		t.Auth.KeySecret, t.Auth.PassphraseSecret, t.Auth.PasswordSecret = c.KeySecret, c.PassphraseSecret, c.PasswordSecret
 		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
 		if c.Jump != "" {
 			j, err := build(c.Jump, depth+1)
 			if err != nil {
-				return nil, fmt.Errorf("its jump host %q: %w", c.Jump, err)
+				return nil, fmt.Errorf("the jump host of target %q: %w", name, err)
 			}
 			t.Jump = j
 		}
 		return t, nil
 	}
 	st.target, st.err = build(name, 0)
+	if st.err == nil {
+		// A key that does not parse is reported now, not at the dial.
+		st.err = st.target.Validate()
+	}
 	return st
 }
 
@@ -184,7 +188,7 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
 	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
 	if err := errors.Join(err1, err2); err != nil {
-		he.err = err
+		he.err = fmt.Errorf("endpoint %q: %w", name, err)
 		return he
 	}
 	he.err = e.Validate()

@@ -87,8 +87,7 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 	if env.gw != nil {
 		var err error
 		if cfg, err = env.gw.Config(); err != nil {
-			r := textResult("The configuration is broken, so no target can be used: %v. Fix it (`actiongw check` lists every problem); "+
-				"the server reloads it when the file changes or on SIGHUP.", err)
+			r := textResult("%v", err)
 			r.IsError = true
 			return r, out, nil
 		}

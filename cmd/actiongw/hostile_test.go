@@ -350,9 +350,31 @@ func hostileOpenStateDir(t *testing.T) {
 		cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE=actiongw-test-"+randomHex(t, 6))
 		return cmd.CombinedOutput() // stdin is /dev/null: serve ends at once
 	}
-	out, err := serve()
-	if err == nil || !strings.Contains(string(out), "writable by other users") || !strings.Contains(string(out), "chmod 700") {
-		t.Errorf("serve on a 0777 state directory: %v\n%s\nwant it refused, naming chmod 700", err, out)
+	// Served, so that the client sees why; but nothing runs, and nothing
+	// is written where others could rewrite it.
+	cmd := exec.Command(actiongwBinary(t), "serve", "-config", cfg)
+	cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE=actiongw-test-"+randomHex(t, 6))
+	stderr := &syncbuf.Buffer{}
+	cmd.Stderr = stderr
+	client, err := mcphost.Start(context.Background(), cmd, mcphost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.Initialize(ctx); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, stderr)
+	}
+	for tool, args := range map[string]map[string]any{"list_targets": {}, "read_output": {"handle": "x", "stream": "stdout"}} {
+		r := callOn(t, client, tool, args)
+		if text := resultText(r); !r.IsError || !strings.Contains(text, "writable by other users") || !strings.Contains(text, "chmod 700") {
+			t.Errorf("%s on a 0777 state directory: %s\nwant it refused, naming chmod 700", tool, text)
+		}
+	}
+	client.Close()
+	if entries, _ := os.ReadDir(state); len(entries) > 0 {
+		t.Errorf("serve wrote %d entries into a state directory others can write", len(entries))
 	}
 	// A config others can read is served, with a warning.
 	os.Chmod(state, 0o700)

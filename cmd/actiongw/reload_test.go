@@ -116,11 +116,11 @@ func TestServeBrokenConfig(t *testing.T) {
 	c := s.startServer(t, stderr)
 
 	r := callOn(t, c, "list_targets", nil)
-	if text := resultText(r); !r.IsError || !strings.Contains(text, "configuration is broken") || !strings.Contains(text, `invalid duration: "60"`) {
+	if text := resultText(r); !r.IsError || !strings.Contains(text, "configuration cannot be used") || !strings.Contains(text, "ssh.box.timeout") {
 		t.Errorf("list_targets with a broken config: %s", text)
 	}
 	r = callOn(t, c, "ssh_exec", map[string]any{"target": "box", "command": "echo hi"})
-	for _, want := range []string{"configuration cannot be used", `"60"`, "actiongw check", "reloads"} {
+	for _, want := range []string{"configuration cannot be used", "ssh.box.timeout", `"60s"`, "actiongw check", "again when it changes"} {
 		if text := resultText(r); !r.IsError || !strings.Contains(text, want) {
 			t.Errorf("ssh_exec with a broken config: %q lacks %q", text, want)
 		}

@@ -273,7 +273,7 @@ func (s *served) promptly(t testing.TB) {
 func TestServeActions(t *testing.T) {
 	s := startServed(t, "signal")
 	r := s.call(t, "list_targets", map[string]any{})
-	if text := resultText(r); !strings.Contains(text, "2 SSH targets and 1 HTTP endpoints") {
+	if text := resultText(r); !strings.Contains(text, "2 SSH targets and 1 HTTP endpoint are") {
 		t.Errorf("list_targets: %s", text)
 	}
 
