@@ -545,7 +545,7 @@ func checkExact(t *testing.T, name string, got output.Stream, want []byte) {
 // stream names what was not shown and how to read it.
 func saysWhatIsLeftOut(t *testing.T, r *mcp.CallToolResult) {
 	t.Helper()
-	if text := resultText(r); !strings.Contains(text, "Not shown") || !strings.Contains(text, "read_output") {
+	if text := resultText(r); !strings.Contains(text, "not shown") || !strings.Contains(text, "read_output") {
 		t.Errorf("result text does not say what was left out and how to get it:\n%s", text)
 	}
 }
