@@ -53,7 +53,7 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 		return toolResult[*gateway.Page](gw.ReadOutput(ctx, in))
 	})
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "search_output",
+		Name: "search_output",
 		Description: "Search an action's retained output line by line with an RE2 pattern; returns each matching " +
 			"line with its number and offsets, and with context the lines around it (like grep -C).",
 		InputSchema: inputSchema[gateway.SearchOutputInput](map[string][]string{"stream": streamNames}),
