@@ -17,28 +17,46 @@ type (
 type ReadOutputInput struct {
 	Handle string `json:"handle" jsonschema:"handle of a finished action, from its result"`
 	Stream string `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
-	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset in the whole stream; negative counts back from the end"`
+	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset in the whole stream; negative counts back from the end; not with line"`
+	From   string `json:"from,omitempty" jsonschema:"start (default) or end: with end, offset counts back from the end of the stream; not with line"`
+	Line   int64  `json:"line,omitempty" jsonschema:"first line to read, counting from 1, instead of offset"`
+	Lines  int    `json:"lines,omitempty" jsonschema:"with line: how many lines to read, at most 10000 (default: as many as fit limit)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"most bytes to return; capped so the result fits the content limit"`
-	From   string `json:"from,omitempty" jsonschema:"start (default) or end: with end, offset counts back from the end of the stream"`
 }
 
-// ReadOutput returns a page of a retained stream. It waits for its turn
-// among reads and searches (max_concurrent_reads) until ctx ends.
+// ReadOutput returns a page of a retained stream, by byte offset or by
+// line. It waits for its turn among reads and searches
+// (max_concurrent_reads) until ctx ends.
 func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResult {
+	s, fail := g.ready()
+	if fail != nil {
+		return fail
+	}
+	resultBytes := s.core.server.ResultBytes
 	var fromEnd bool
 	switch in.From {
 	case "", "start":
 	case "end":
 		fromEnd = true
 	default:
-		return g.failure(`from must be "start" or "end", got %q`, in.From)
+		return g.failure(`from must be "start" or "end", got %q`, output.Clip(in.From, 40))
 	}
-	s, fail := g.ready()
-	if fail != nil {
-		return fail
+	var p *Page
+	var err error
+	switch {
+	case in.Line != 0 && (in.Offset != 0 || in.From != ""):
+		return g.failure("give either line (and lines) or offset (and from), not both: line reads from the start of a line, offset from a byte")
+	case in.Line < 0:
+		return g.failure("line must be 1 or more (lines count from 1); to read from the end, use offset with from=end")
+	case in.Lines != 0 && in.Line == 0:
+		return g.failure(`lines needs line, the first line to read: e.g. "line":1,"lines":%d`, max(in.Lines, 1))
+	case in.Lines < 0:
+		return g.failure("lines must be 1 or more")
+	case in.Line > 0:
+		p, err = s.core.spool.ReadLines(ctx, in.Handle, in.Stream, in.Line, in.Lines, in.Limit, resultBytes)
+	default:
+		p, err = s.core.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, resultBytes)
 	}
-	resultBytes := s.core.server.ResultBytes
-	p, err := s.core.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, resultBytes)
 	if err != nil {
 		return g.failure("%v", err)
 	}
@@ -54,7 +72,8 @@ type SearchOutputInput struct {
 	Handle     string `json:"handle" jsonschema:"handle of a finished action, from its result"`
 	Stream     string `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
 	Pattern    string `json:"pattern" jsonschema:"RE2 regular expression, matched line by line"`
-	MaxMatches int    `json:"max_matches,omitempty" jsonschema:"most matches to return"`
+	MaxMatches int    `json:"max_matches,omitempty" jsonschema:"most matches to return (default 20, at most 200)"`
+	Context    int    `json:"context,omitempty" jsonschema:"lines to return before and after each match, 0 to 10, like grep -C"`
 }
 
 // SearchOutput finds lines matching a pattern in a retained stream.
@@ -63,7 +82,10 @@ func (g *Gateway) SearchOutput(ctx context.Context, in SearchOutputInput) *ToolR
 	if fail != nil {
 		return fail
 	}
-	r, err := s.core.spool.Search(ctx, in.Handle, in.Stream, in.Pattern, in.MaxMatches)
+	if in.Context < 0 || in.Context > output.MaxContextLines {
+		return g.failure("context must be 0 to %d lines, got %d", output.MaxContextLines, in.Context)
+	}
+	r, err := s.core.spool.Search(ctx, in.Handle, in.Stream, in.Pattern, in.MaxMatches, in.Context)
 	if err != nil {
 		return g.failure("%v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
@@ -23,8 +24,9 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "ssh_exec",
 		Description: "Run a shell command on a configured SSH target (see list_targets). Returns status, exit code, " +
-			"a bounded preview of stdout and stderr, byte and line counts, and a handle: use read_output and " +
-			"search_output with it for the rest. Credentials are injected by the server and never shown.",
+			"byte and line counts, and the first and last lines of stdout and stderr (in the text and in " +
+			"structuredContent), with a handle: use read_output and search_output with it for the rest. " +
+			"Credentials are injected by the server and never shown.",
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHExecInput) (*mcp.CallToolResult, *gateway.SSHExecOutput, error) {
 		return toolResult[*gateway.SSHExecOutput](gw.SSHExec(ctx, in, progress(ctx, req, env)))
@@ -32,8 +34,9 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "http_request",
 		Description: "Send an HTTP request to a configured endpoint (see list_targets), under its base URL. Returns status, " +
-			"selected headers, a bounded preview of the body and a handle for read_output and search_output. " +
+			"selected headers, the first and last lines of the body and a handle for read_output and search_output. " +
 			"Credentials are injected by the server and never shown.",
+		InputSchema: inputSchema[gateway.HTTPRequestInput](map[string][]string{"method": httpMethods}),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.HTTPRequestInput) (*mcp.CallToolResult, *gateway.HTTPRequestOutput, error) {
 		return toolResult[*gateway.HTTPRequestOutput](gw.HTTPRequest(ctx, in, progress(ctx, req, env)))
@@ -41,20 +44,50 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "read_output",
-		Description: "Read a byte range of an action's retained output by handle and stream (stdout, stderr or body). " +
-			"Offsets are in the whole stream; a negative offset or from=end reads from the end. Ranges that were not " +
-			"retained are listed in missing.",
+		Description: "Read an action's retained output by handle and stream (stdout, stderr or body): by line " +
+			"(line, lines; lines count from 1) or by byte offset (offset; a negative offset or from=end reads from " +
+			"the end). A page cut by its limit ends at a line. Ranges that were not retained are listed in missing.",
+		InputSchema: inputSchema[gateway.ReadOutputInput](map[string][]string{"stream": streamNames, "from": {"start", "end"}}),
 		Annotations: readOnly,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in gateway.ReadOutputInput) (*mcp.CallToolResult, *gateway.Page, error) {
 		return toolResult[*gateway.Page](gw.ReadOutput(ctx, in))
 	})
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "search_output",
-		Description: "Search an action's retained output line by line with an RE2 pattern; returns offsets, line numbers and snippets.",
+		Name: "search_output",
+		Description: "Search an action's retained output line by line with an RE2 pattern; returns each matching " +
+			"line with its number and offsets, and with context the lines around it (like grep -C).",
+		InputSchema: inputSchema[gateway.SearchOutputInput](map[string][]string{"stream": streamNames}),
 		Annotations: readOnly,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in gateway.SearchOutputInput) (*mcp.CallToolResult, *gateway.SearchResult, error) {
 		return toolResult[*gateway.SearchResult](gw.SearchOutput(ctx, in))
 	})
+}
+
+// The closed sets of input values. httpMethods is what config accepts in
+// an endpoint's methods.
+var (
+	streamNames = []string{"stdout", "stderr", "body"}
+	httpMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+)
+
+// inputSchema is the schema the SDK would infer for In, with the named
+// string properties closed to the given values: jsonschema struct tags
+// cannot say enum.
+func inputSchema[In any](enums map[string][]string) *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(err) // a Go type the SDK could not serve either
+	}
+	for name, values := range enums {
+		p := s.Properties[name]
+		if p == nil {
+			panic(fmt.Sprintf("input schema: no property %q", name))
+		}
+		for _, v := range values {
+			p.Enum = append(p.Enum, v)
+		}
+	}
+	return s
 }
 
 // toolResult turns a gateway result into the SDK's: a failure without

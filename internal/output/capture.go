@@ -25,9 +25,10 @@ type Stream struct {
 	Bytes int64 `json:"bytes"`
 	// Lines counts newlines, plus one for a final line without a newline.
 	Lines int64 `json:"lines"`
-	// Head is the start of the stream and Tail its end, valid UTF-8 cut at
-	// character boundaries; they never overlap. Both are empty for a
-	// binary stream.
+	// Head is the start of the stream and Tail its end, valid UTF-8; they
+	// never overlap. Head ends after a newline and Tail begins after one,
+	// unless a line is longer than the preview: then it is cut at a
+	// character. Both are empty for a binary stream.
 	Head string `json:"head"`
 	Tail string `json:"tail"`
 	// Truncated reports that Head and Tail together do not hold the
@@ -41,6 +42,10 @@ type Stream struct {
 	// SpoolError says why some of the stream could not be kept on disk
 	// for read_output; counts and hash are complete all the same.
 	SpoolError string `json:"spool_error,omitempty"`
+
+	// tailMidLine reports that Tail begins inside a line, which a line
+	// longer than the tail preview does.
+	tailMidLine bool
 
 	// Retained lists the byte ranges kept on disk, in order; nil when the
 	// stream was not spooled.
@@ -81,11 +86,20 @@ type sink interface {
 	retained() ([]ByteRange, string)
 }
 
+func tailRing(tailBytes int) int {
+	if tailBytes <= 0 {
+		return 0
+	}
+	return tailBytes + 1
+}
+
 func newCapture(red *redact.Redactor, lim Limits, spool sink) *Capture {
 	c := &Capture{
-		hash:  hasher{h: sha256.New()},
-		head:  make([]byte, 0, max(0, lim.HeadBytes)),
-		tail:  make([]byte, 0, max(0, lim.TailBytes)),
+		hash: hasher{h: sha256.New()},
+		head: make([]byte, 0, max(0, lim.HeadBytes)),
+		// The ring keeps one byte more than the tail preview: the byte
+		// before the tail says whether the tail begins a line.
+		tail:  make([]byte, 0, tailRing(lim.TailBytes)),
 		spool: spool,
 	}
 	c.red = red.NewStream(c.keep)
@@ -152,6 +166,11 @@ func (c *Capture) keep(p []byte) {
 
 // Summary returns the STREAM object. It ends the stream, as the action's
 // Finish does, if that has not happened yet.
+//
+// The previews break at lines: the head ends after its last newline and
+// the tail starts after a newline, unless a single line is longer than
+// the preview (then it is cut at a character). A stream that fits in both
+// previews together is shown whole, split at a line between them.
 func (c *Capture) Summary() Stream {
 	c.flush()
 	s := Stream{
@@ -162,19 +181,41 @@ func (c *Capture) Summary() Stream {
 	if c.bytes > 0 && c.last != '\n' {
 		s.Lines++
 	}
-	head := c.head
-	// The tail preview starts where the head ends, so they never overlap.
+	headMax, tailMax := cap(c.head), max(0, cap(c.tail)-1)
 	ring := append(c.tail[c.tailNext:len(c.tail):len(c.tail)], c.tail[:c.tailNext]...)
-	tail := ring[len(ring)-int(min(int64(len(ring)), c.bytes-int64(len(head)))):]
-	if int64(len(head)) < c.bytes {
-		head = trimToRuneEnd(head)
-	}
-	if c.bytes > int64(len(tail)) {
-		tail = trimToRuneStart(tail)
-	}
-	if !isText(head) || !isText(tail) {
-		s.Binary = true
-		head, tail = nil, nil
+	// What the ring holds after the head: they never overlap.
+	rest := ring[len(ring)-int(min(int64(len(ring)), c.bytes-int64(len(c.head)))):]
+	var head, tail []byte
+	if c.bytes <= int64(headMax+tailMax) {
+		// The whole stream is in memory: split it at a line.
+		full := append(c.head[:len(c.head):len(c.head)], rest...)
+		if !isText(full) {
+			s.Binary = true
+		} else if len(full) <= headMax {
+			head = full
+		} else {
+			var cut bool
+			head, cut = lineEnd(full[:headMax])
+			tail = full[len(head):]
+			s.tailMidLine = cut && len(head) > 0
+		}
+	} else {
+		// Cut in the middle; the ring's extra first byte says whether the
+		// tail begins a line.
+		head = trimToRuneEnd(c.head)
+		var window []byte
+		if len(rest) > 0 {
+			window = trimToRuneStart(rest[1:])
+		}
+		if !isText(head) || !isText(window) {
+			s.Binary = true
+			head = nil
+		} else {
+			head, _ = lineEnd(head)
+			if len(window) > 0 {
+				tail, s.tailMidLine = lineStart(window, len(window) == len(rest)-1 && rest[0] == '\n')
+			}
+		}
 	}
 	s.Head, s.Tail = string(head), string(tail)
 	s.Truncated = int64(len(s.Head)+len(s.Tail)) < c.bytes

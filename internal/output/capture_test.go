@@ -56,11 +56,23 @@ func TestCaptureSummary(t *testing.T) {
 		{"empty", "", small, Stream{}},
 		{"short", "hi\nyo", small, Stream{Bytes: 5, Lines: 2, Head: "hi\nyo"}},
 		{"final newline", "a\nb\n", small, Stream{Bytes: 4, Lines: 2, Head: "a\nb\n"}},
-		{"head and tail meet", "0123456789abcdef", small, Stream{Bytes: 16, Lines: 1, Head: "01234567", Tail: "89abcdef"}},
-		{"gap", "0123456789abcdefXYZ", small, Stream{Bytes: 19, Lines: 1, Head: "01234567", Tail: "bcdefXYZ", Truncated: true}},
-		// "€" is 3 bytes; the head cut at byte 8 falls inside the second one.
-		{"head cut in a character", "abc€€€€", small, Stream{Bytes: 15, Lines: 1, Head: "abc€", Tail: "€€", Truncated: true}},
-		{"4-byte characters", "😀😀😀😀😀", Limits{HeadBytes: 6, TailBytes: 6}, Stream{Bytes: 20, Lines: 1, Head: "😀", Tail: "😀", Truncated: true}},
+		{"head and tail meet", "0123456789abcdef", small, Stream{Bytes: 16, Lines: 1, Head: "01234567", Tail: "89abcdef", tailMidLine: true}},
+		{"gap", "0123456789abcdefXYZ", small, Stream{Bytes: 19, Lines: 1, Head: "01234567", Tail: "bcdefXYZ", Truncated: true, tailMidLine: true}},
+		// "€" is 3 bytes; the head cut at byte 8 falls inside the second
+		// one. The whole stream fits in both previews, split after the head.
+		{"head cut in a character", "abc€€€€", small, Stream{Bytes: 15, Lines: 1, Head: "abc€", Tail: "€€€", tailMidLine: true}},
+		{"cut in characters", "abc€€€€xy", small, Stream{Bytes: 17, Lines: 1, Head: "abc€", Tail: "€€xy", Truncated: true, tailMidLine: true}},
+		{"4-byte characters", "😀😀😀😀😀", Limits{HeadBytes: 6, TailBytes: 6}, Stream{Bytes: 20, Lines: 1, Head: "😀", Tail: "😀", Truncated: true, tailMidLine: true}},
+		// Line-aware previews: the head ends after a newline, the tail
+		// starts after one.
+		{"lines", "aa\nbb\ncc\ndd\nee\nff\n", small, Stream{Bytes: 18, Lines: 6, Head: "aa\nbb\n", Tail: "ee\nff\n", Truncated: true}},
+		{"lines without a final newline", "aa\nbb\ncc\ndd\nee\nfff", small, Stream{Bytes: 18, Lines: 6, Head: "aa\nbb\n", Tail: "ee\nfff", Truncated: true}},
+		{"tail after a newline at its edge", "aa\nbb\ncc\ndd\neeeeeee", small, Stream{Bytes: 19, Lines: 5, Head: "aa\nbb\n", Tail: "eeeeeee", Truncated: true}},
+		{"CRLF", "aa\r\nbb\r\ncc\r\ndd\r\nee\r\n", small, Stream{Bytes: 20, Lines: 5, Head: "aa\r\nbb\r\n", Tail: "dd\r\nee\r\n", Truncated: true}},
+		{"first line longer than the head", "0123456789\nab\ncd\nef\nghijkl\n", small, Stream{Bytes: 27, Lines: 5, Head: "01234567", Tail: "ghijkl\n", Truncated: true}},
+		{"last line longer than the tail", "ab\ncd\nef\n0123456789\n", small, Stream{Bytes: 20, Lines: 4, Head: "ab\ncd\n", Tail: "3456789\n", Truncated: true, tailMidLine: true}},
+		{"multibyte at the cut", "é\n€€€€€€€€\n€\n", small, Stream{Bytes: 32, Lines: 3, Head: "é\n", Tail: "€\n", Truncated: true}},
+		{"whole, split at a line", "aa\nbb\ncc\ndd\ne", small, Stream{Bytes: 13, Lines: 5, Head: "aa\nbb\n", Tail: "cc\ndd\ne"}},
 		{"NUL is binary", "ab\x00cd", small, Stream{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
 		{"invalid UTF-8 is binary", "ab\xffcd", small, Stream{Bytes: 5, Lines: 1, Binary: true, Truncated: true}},
 		{"redacted", "key=hunter22\n", Limits{HeadBytes: 64}, Stream{Bytes: 19, Lines: 1, Head: "key=[REDACTED:tok]\n"}},
@@ -138,6 +150,22 @@ func FuzzCapture(f *testing.F) {
 		}
 		if n := len(got.Head) + len(got.Tail); n > len(full) || got.Truncated != (n < len(full)) {
 			t.Errorf("head+tail = %d bytes of %d, truncated %v", n, len(full), got.Truncated)
+		}
+		// Line-aware cuts: a cut preview breaks at a newline unless one
+		// line is longer than it.
+		if h := got.Head; got.Truncated && h != "" && !strings.HasSuffix(h, "\n") {
+			if i := bytes.IndexByte(full, '\n'); strings.Contains(h, "\n") || i >= 0 && i < int(head)-1 {
+				t.Errorf("head %q ends inside a line, though a newline of %q is within its %d bytes", h, full, int(head)-1)
+			}
+		}
+		if tl := got.Tail; got.Truncated && tl != "" {
+			at := len(full) - len(tl)
+			if full[at-1] != '\n' && strings.Contains(tl[:len(tl)-1], "\n") {
+				t.Errorf("tail %q starts inside a line of %q", tl, full)
+			}
+			if i := bytes.LastIndexByte(full[:len(full)-1], '\n'); full[at-1] != '\n' && i >= len(full)-(int(tail)-1)-1 && !got.tailMidLine {
+				t.Errorf("tail %q starts inside a line though a newline is at %d", tl, i)
+			}
 		}
 		if got.Binary != (bytes.IndexByte(full, 0) >= 0 || !utf8.Valid(full)) && len(full) <= int(head)-1 {
 			t.Errorf("binary = %v for whole-stream head %q", got.Binary, full)

@@ -229,8 +229,9 @@ func TestSpoolReadAllocatesWhatItCanReturn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Data) != 64<<10 || p.Data != string(in[100:100+64<<10]) || p.NextOffset != 100+64<<10 {
-		t.Errorf("got %d bytes at %d, next %d; want the 64 KiB from 100", len(p.Data), p.Offset, p.NextOffset)
+	// 10-byte lines: the page ends after the last newline in 64 KiB.
+	if want := 64<<10 - (64<<10+100)%10; len(p.Data) != want || p.Data != string(in[100:100+want]) || p.NextOffset != 100+int64(want) {
+		t.Errorf("got %d bytes at %d, next %d; want the %d bytes from 100 to the last line's end in 64 KiB", len(p.Data), p.Offset, p.NextOffset, want)
 	}
 	// The bytes read and their string: twice the page, not 1 MiB.
 	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<10 {
@@ -251,7 +252,7 @@ func TestSpoolReadTurns(t *testing.T) {
 		return err
 	}
 	search := func(ctx context.Context) error {
-		_, err := sp.Search(ctx, act.Handle(), "stdout", "ERR", 0)
+		_, err := sp.Search(ctx, act.Handle(), "stdout", "ERR", 0, 0)
 		return err
 	}
 	var held []func()
@@ -315,7 +316,7 @@ func TestReadersHelper(t *testing.T) {
 		s := searches[i%len(searches)]
 		wg.Go(func() {
 			<-start
-			if _, err := sp.Search(t.Context(), s.act.Handle(), "stdout", s.pattern, MaxMatches); err != nil {
+			if _, err := sp.Search(t.Context(), s.act.Handle(), "stdout", s.pattern, MaxMatches, 0); err != nil {
 				errs <- err
 			}
 		})

@@ -67,9 +67,11 @@ type ResultSpec struct {
 
 // BuildResult shrinks the stream previews in spec.Structured until the
 // whole response fits resultBytes (see ResultSize), and returns the text
-// block: what ran, each stream's size, what is shown and how to get the
-// rest. It never cuts JSON; it returns a *ResultTooLargeError when the
-// result is too large even with no preview.
+// block: what ran, then each stream framed with its counts and the same
+// preview as the structured result, then ready calls for the rest. The
+// preview is in the response twice, so a client that shows the model only
+// the text still shows it the output. It never cuts JSON; it returns a
+// *ResultTooLargeError when the result is too large even with no preview.
 func BuildResult(spec ResultSpec, resultBytes int) (string, error) {
 	for {
 		text := describeResult(&spec)
@@ -93,9 +95,10 @@ func jsonLen(s string) int {
 	return len(b)
 }
 
-// shrinkLargestPreview cuts the preview that costs the most encoded bytes,
-// at a character boundary, by about over encoded bytes. It reports false
-// when every preview is empty.
+// shrinkLargestPreview cuts the preview that costs the most encoded bytes
+// by about over encoded bytes, at a line (or, within a line longer than
+// what is left, at a character). Every cut shortens a preview, so the
+// caller's loop ends. It reports false when every preview is empty.
 func shrinkLargestPreview(streams []NamedStream, over int) bool {
 	var pick *string
 	var isHead bool
@@ -115,70 +118,185 @@ func shrinkLargestPreview(streams []NamedStream, over int) bool {
 		return false
 	}
 	raw := len(*pick)
-	// Assume the bytes cost on average what the whole preview does; the
-	// caller measures again.
-	cut := min(raw, max(1, (over*raw+best-1)/best+8))
+	// Assume the bytes cost on average what the whole preview does, twice
+	// over: once in structuredContent and once in the text. The caller
+	// measures again.
+	cost := 2 * best
+	cut := min(raw, max(1, (over*raw+cost-1)/cost+8))
 	keep := raw - cut
 	if isHead {
-		*pick = string(trimToRuneEnd([]byte((*pick)[:keep])))
+		h, _ := lineEnd([]byte((*pick)[:keep]))
+		*pick = string(h)
 	} else {
-		*pick = string(trimToRuneStart([]byte((*pick)[raw-keep:])))
+		t, mid := lineStart([]byte((*pick)[raw-keep:]), (*pick)[raw-keep-1] == '\n')
+		*pick, sum.tailMidLine = string(t), mid
 	}
 	sum.Truncated = int64(len(sum.Head)+len(sum.Tail)) < sum.Bytes
 	return true
 }
 
+// Example arguments of the hints: a pattern that finds trouble in most
+// logs, how many lines around a match, and how many lines a hint reads.
+const (
+	hintPattern = "error|fail|warn"
+	hintContext = 2
+	hintLines   = 100
+)
+
 func describeResult(spec *ResultSpec) string {
 	var b strings.Builder
 	b.WriteString(spec.What)
-	b.WriteString("\n")
-	var more []string
-	for _, ns := range spec.Streams {
-		s := ns.Summary
-		fmt.Fprintf(&b, "%s: ", ns.Name)
-		if s.Bytes == 0 {
-			b.WriteString("empty.\n")
-			continue
-		}
-		fmt.Fprintf(&b, "%d bytes, %s", s.Bytes, plural(s.Lines, "line"))
-		head, tail := int64(len(s.Head)), int64(len(s.Tail))
-		switch {
-		case s.Binary:
-			b.WriteString(", binary: not shown as text (read_output returns it as base64)")
-		case !s.Truncated && tail == 0:
-			fmt.Fprintf(&b, ", all shown in %s.head", ns.Name)
-		case !s.Truncated:
-			fmt.Fprintf(&b, ", all shown in %s.head and %s.tail", ns.Name, ns.Name)
-		default:
-			fmt.Fprintf(&b, "; shown: %s", shownWords(ns.Name, head, tail, s.Bytes))
-		}
-		b.WriteString(".")
-		if s.Truncated {
-			next := head
-			fmt.Fprintf(&b, " Not shown: %s.", rangeWords([]ByteRange{{head, s.Bytes - tail}}, s.Bytes))
-			more = append(more, fmt.Sprintf(`read_output {"handle":%q,"stream":%q,"offset":%d}`, spec.Handle, ns.Name, next))
-		}
-		if s.Retained != nil || s.SpoolError != "" {
-			if missing := gaps(s.Retained, s.Bytes); len(missing) > 0 {
-				if len(s.Retained) == 0 {
-					b.WriteString(" Nothing of it was kept on disk")
-				} else {
-					fmt.Fprintf(&b, " Kept on disk for read_output: %s; the rest was not kept", rangeWords(s.Retained, s.Bytes))
-				}
-				if s.SpoolError != "" {
-					fmt.Fprintf(&b, " (spool error: %s)", s.SpoolError)
-				}
-				b.WriteString(".")
-			}
-		}
+	if !strings.HasSuffix(spec.What, "\n") {
 		b.WriteString("\n")
 	}
+	var more []string
+	for _, ns := range spec.Streams {
+		v := viewOf(ns.Summary)
+		v.write(&b, ns.Name)
+		if h := v.hint(spec.Handle, ns.Name); h != "" {
+			more = append(more, h)
+		}
+	}
 	if len(more) > 0 {
-		b.WriteString("To see the rest: ")
-		b.WriteString(strings.Join(more, "; "))
-		fmt.Fprintf(&b, ". Offsets are in the whole stream; a negative offset counts from the end. To find lines: search_output {\"handle\":%q,\"stream\":\"<name>\",\"pattern\":\"<RE2>\"}.\n", spec.Handle)
+		b.WriteString(strings.Join(more, "\n"))
+		b.WriteString("\nOffsets are in the whole stream and lines count from 1; a negative offset counts from the end; search_output takes an RE2 pattern.\n")
 	}
 	return b.String()
+}
+
+// streamView is what the text says of one stream's preview: which lines
+// the head and the tail show, and the gap between them.
+type streamView struct {
+	s *Stream
+	// headLines is how many lines Head shows, the last in part when
+	// headCut; tailFirst is the number of Tail's first line, in part when
+	// tailCut.
+	headLines, tailFirst int64
+	headCut, tailCut     bool
+	// gap is the byte range between Head and Tail; gapFirst and gapLast
+	// are the lines it touches.
+	gap               ByteRange
+	gapFirst, gapLast int64
+}
+
+func viewOf(s *Stream) streamView {
+	v := streamView{s: s, headLines: linesIn(s.Head), tailFirst: s.Lines - linesIn(s.Tail) + 1}
+	v.headCut = s.Head != "" && !strings.HasSuffix(s.Head, "\n") && int64(len(s.Head)) < s.Bytes
+	v.tailCut = s.Tail != "" && s.tailMidLine
+	v.gap = ByteRange{int64(len(s.Head)), s.Bytes - int64(len(s.Tail))}
+	v.gapFirst = int64(strings.Count(s.Head, "\n")) + 1
+	v.gapLast = s.Lines
+	if s.Tail != "" {
+		v.gapLast = v.tailFirst
+		if !v.tailCut {
+			v.gapLast--
+		}
+	}
+	return v
+}
+
+func (v streamView) write(b *strings.Builder, name string) {
+	s := v.s
+	if s.Bytes == 0 {
+		fmt.Fprintf(b, "--- %s: empty ---\n", name)
+		return
+	}
+	fmt.Fprintf(b, "--- %s: %d bytes, %s", name, s.Bytes, plural(s.Lines, "line"))
+	switch {
+	case s.Binary:
+		b.WriteString("; binary, not shown as text (read_output returns it as base64) ---\n")
+	case !s.Truncated:
+		b.WriteString("; all shown ---\n")
+		writeLines(b, s.Head+s.Tail)
+	default:
+		fmt.Fprintf(b, "; %s ---\n", v.shown())
+		writeLines(b, s.Head)
+		fmt.Fprintf(b, "[... %d bytes not shown: %s, offsets %d-%d ...]\n", v.gap.End-v.gap.Start, lineSpan(v.gapFirst, v.gapLast), v.gap.Start, v.gap.End-1)
+		writeLines(b, s.Tail)
+	}
+	if s.Retained != nil || s.SpoolError != "" {
+		if missing := gaps(s.Retained, s.Bytes); len(missing) > 0 {
+			fmt.Fprintf(b, "(%s: ", name)
+			if len(s.Retained) == 0 {
+				b.WriteString("nothing of it was kept on disk")
+			} else {
+				fmt.Fprintf(b, "kept on disk for read_output: %s; the rest was not kept", rangeWords(s.Retained, s.Bytes))
+			}
+			if s.SpoolError != "" {
+				fmt.Fprintf(b, " (spool error: %s)", s.SpoolError)
+			}
+			b.WriteString(".)\n")
+		}
+	}
+}
+
+// shown says which lines the head and tail of a cut stream show.
+func (v streamView) shown() string {
+	var spans, cut []string
+	if v.s.Head != "" {
+		spans = append(spans, lineSpan(1, v.headLines))
+		if v.headCut {
+			cut = append(cut, fmt.Sprint(v.headLines))
+		}
+	}
+	if v.s.Tail != "" {
+		spans = append(spans, lineSpan(v.tailFirst, v.s.Lines))
+		if v.tailCut {
+			cut = append(cut, fmt.Sprint(v.tailFirst))
+		}
+	}
+	if len(spans) == 0 {
+		return "none shown here: the result limit (result_bytes) leaves no room"
+	}
+	w := "shown: " + strings.Join(spans, " and ")
+	switch len(cut) {
+	case 1:
+		w += " (line " + cut[0] + " in part)"
+	case 2:
+		w += " (lines " + cut[0] + " and " + cut[1] + " in part)"
+	}
+	return w
+}
+
+// hint returns the ready calls that read what the text does not show, or
+// "" when it shows everything.
+func (v streamView) hint(handle, name string) string {
+	s := v.s
+	if !s.Truncated && !s.Binary {
+		return ""
+	}
+	call := func(tool, args string) string {
+		return fmt.Sprintf(`%s {"handle":%q,"stream":%q,%s}`, tool, handle, name, args)
+	}
+	if s.Binary {
+		return fmt.Sprintf("To read %s: %s.", name, call("read_output", `"offset":0`))
+	}
+	h := fmt.Sprintf("To see the rest of %s: %s (bytes from offset %d)", name, call("read_output", fmt.Sprintf(`"offset":%d`, v.gap.Start)), v.gap.Start)
+	// Reading by line needs the line's start on disk, where its number is
+	// known by counting from the stream's start.
+	lineAt := int64(strings.LastIndexByte(s.Head, '\n') + 1)
+	if s.Retained == nil && s.SpoolError == "" || len(s.Retained) > 0 && s.Retained[0].Start == 0 && lineAt < s.Retained[0].End {
+		n := min(v.gapLast-v.gapFirst+1, hintLines)
+		h += fmt.Sprintf(", %s (%s)", call("read_output", fmt.Sprintf(`"line":%d,"lines":%d`, v.gapFirst, n)), lineSpan(v.gapFirst, v.gapFirst+n-1))
+	}
+	h += fmt.Sprintf(", or %s (matching lines with %d lines around each).", call("search_output", fmt.Sprintf(`"pattern":%q,"context":%d`, hintPattern, hintContext)), hintContext)
+	return h
+}
+
+// writeLines writes text and ends it with a newline if it has none.
+func writeLines(b *strings.Builder, text string) {
+	b.WriteString(text)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		b.WriteString("\n")
+	}
+}
+
+// lineSpan names the lines first to last.
+func lineSpan(first, last int64) string {
+	if first >= last {
+		return fmt.Sprintf("line %d", first)
+	}
+	return fmt.Sprintf("lines %d-%d", first, last)
 }
 
 func plural(n int64, noun string) string {
@@ -186,20 +304,6 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func shownWords(name string, head, tail, total int64) string {
-	var parts []string
-	if head > 0 {
-		parts = append(parts, fmt.Sprintf("the first %d bytes in %s.head", head, name))
-	}
-	if tail > 0 {
-		parts = append(parts, fmt.Sprintf("the last %d bytes (from offset %d) in %s.tail", tail, total-tail, name))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, " and ")
 }
 
 // rangeWords says which byte ranges of a stream of total bytes rs are.
@@ -241,19 +345,9 @@ func FitPage(p *Page, resultBytes int) (string, error) {
 		keep := raw - min(raw, max(1, (over*raw+best-1)/best+8))
 		b := p.raw[:keep]
 		if p.Encoding == "" {
-			b = trimToRuneEnd(b)
+			b, _ = lineEnd(b)
 		}
-		p.setData(b)
-		// A gap after the data is reported by the next page.
-		var before []ByteRange
-		for _, m := range p.Missing {
-			if m.End <= p.Offset {
-				before = append(before, m)
-			}
-		}
-		p.Missing = before
-		p.NextOffset = p.Offset + int64(len(b))
-		p.EOF = p.NextOffset >= p.TotalBytes
+		p.cut(b)
 	}
 }
 
@@ -263,7 +357,11 @@ func describePage(p *Page) string {
 	if n == 0 {
 		fmt.Fprintf(&b, "%s of %s: no bytes at offset %d of %d", p.Stream, p.Handle, p.Offset, p.TotalBytes)
 	} else {
-		fmt.Fprintf(&b, "%s of %s: offsets %d to %d (%d bytes) of %d", p.Stream, p.Handle, p.Offset, p.Offset+n-1, n, p.TotalBytes)
+		fmt.Fprintf(&b, "%s of %s: ", p.Stream, p.Handle)
+		if p.Line > 0 && p.Encoding == "" {
+			fmt.Fprintf(&b, "%s, ", lineSpan(p.Line, p.Line+linesIn(p.Data)-1))
+		}
+		fmt.Fprintf(&b, "offsets %d to %d (%d bytes) of %d", p.Offset, p.Offset+n-1, n, p.TotalBytes)
 	}
 	if p.Encoding != "" {
 		fmt.Fprintf(&b, ", %s-encoded because they are not UTF-8 text", p.Encoding)
@@ -277,9 +375,13 @@ func describePage(p *Page) string {
 	}
 	if p.EOF {
 		b.WriteString(" This is the end of the stream.")
-	} else {
-		fmt.Fprintf(&b, ` Next: read_output {"handle":%q,"stream":%q,"offset":%d}.`, p.Handle, p.Stream, p.NextOffset)
+		return b.String()
 	}
+	fmt.Fprintf(&b, ` Next: read_output {"handle":%q,"stream":%q,"offset":%d}`, p.Handle, p.Stream, p.NextOffset)
+	if p.Line > 0 && p.Encoding == "" && n > 0 && p.Data[n-1] == '\n' && p.NextOffset == p.Offset+n {
+		fmt.Fprintf(&b, ` or by line read_output {"handle":%q,"stream":%q,"line":%d}`, p.Handle, p.Stream, p.Line+linesIn(p.Data))
+	}
+	b.WriteString(".")
 	return b.String()
 }
 
@@ -301,7 +403,10 @@ func FitSearch(r *SearchResult, pattern string, resultBytes int) (string, error)
 		}
 		per := 0
 		for _, m := range r.Matches {
-			per += jsonLen(m.Text) + 40
+			per += jsonLen(m.Text) + 60
+			for _, c := range append(m.Before[:len(m.Before):len(m.Before)], m.After...) {
+				per += jsonLen(c) + 1
+			}
 		}
 		per /= len(r.Matches)
 		drop := min(len(r.Matches), max(1, (over+per-1)/per))
@@ -331,7 +436,10 @@ func describeSearch(r *SearchResult, pattern string) string {
 		b.WriteString(" More matches were found than fit in one result: narrow the pattern or lower max_matches.")
 	}
 	if len(r.Matches) > 0 {
-		fmt.Fprintf(&b, ` To read around a match: read_output {"handle":%q,"stream":%q,"offset":<match offset>}.`, r.Handle, r.Stream)
+		m := r.Matches[0]
+		first := max(1, m.Line-hintContext*5)
+		fmt.Fprintf(&b, ` To read around the first match (line %d): read_output {"handle":%q,"stream":%q,"line":%d,"lines":%d}, or from the start of its line: read_output {"handle":%q,"stream":%q,"offset":%d}.`,
+			m.Line, r.Handle, r.Stream, first, m.Line-first+1+hintContext*5, r.Handle, r.Stream, m.LineOffset)
 	}
 	return b.String()
 }

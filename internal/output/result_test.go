@@ -142,11 +142,12 @@ func TestBuildResultText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"ssh_exec on web1: exited with code 0.\n",
-		"stdout: 1000 bytes, 100 lines; shown: the first 10 bytes in stdout.head and the last 10 bytes (from offset 990) in stdout.tail. Not shown: offsets 10 to 989 (980 bytes).",
-		"Kept on disk for read_output: the first 100 bytes and the last 100 bytes (from offset 900); the rest was not kept.",
-		"stderr: empty.",
+		"--- stdout: 1000 bytes, 100 lines; shown: line 1 and line 100 ---\nline 0000\n[... 980 bytes not shown: lines 2-99, offsets 10-989 ...]\nline 0099\n",
+		"(stdout: kept on disk for read_output: the first 100 bytes and the last 100 bytes (from offset 900); the rest was not kept.)\n",
+		"--- stderr: empty ---\n",
 		fmt.Sprintf(`read_output {"handle":%q,"stream":"stdout","offset":10}`, o.Handle),
-		"search_output",
+		fmt.Sprintf(`read_output {"handle":%q,"stream":"stdout","line":2,"lines":98} (lines 2-99)`, o.Handle),
+		fmt.Sprintf(`search_output {"handle":%q,"stream":"stdout","pattern":"error|fail|warn","context":2}`, o.Handle),
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)

@@ -22,10 +22,21 @@ const (
 	// searchWork is the matcher work, in instructions times bytes, between
 	// two looks at the deadline: about 10 ms at the slowest (20 ns for an
 	// instruction and a byte).
-	searchWork    = 1 << 19
-	snippetBefore = 60
-	snippetBytes  = 200
+	searchWork = 1 << 19
+	// lineTextBytes bounds the text of a matching line, and
+	// contextTextBytes that of a line around it. A matching line that is
+	// longer is shown from its start when the match is near it, and from
+	// snippetBefore bytes before the match otherwise.
+	lineTextBytes    = 512
+	contextTextBytes = 200
+	snippetBefore    = 60
+	snippetAfter     = 100
+	// MaxContextLines bounds the lines shown before and after a match.
+	MaxContextLines = 10
 )
+
+// clipMark replaces what a clipped line leaves out.
+const clipMark = "…"
 
 // SearchResult is the search_output result.
 //
@@ -57,8 +68,18 @@ type SearchMatch struct {
 	Offset int64 `json:"offset"`
 	// Line is the 1-based line number of the match in the whole stream.
 	Line int64 `json:"line"`
-	// Text is a short snippet of the line around the match.
+	// LineOffset is the stream offset where the line starts (where its
+	// retained part starts, for a line that a gap cuts).
+	LineOffset int64 `json:"line_offset"`
+	// Text is the line without its newline, clipped to lineTextBytes: a
+	// clipped end, or a start clipped to keep the match in view, is marked
+	// with "…".
 	Text string `json:"text"`
+	// Before and After are the lines around the match, as many as asked
+	// and retained with it, each clipped to contextTextBytes (marked "…").
+	// They are nil when no context was asked.
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
 }
 
 // PatternError is a search pattern that is not a valid RE2 expression, or
@@ -72,13 +93,15 @@ func (e *PatternError) Unwrap() error { return e.Err }
 
 // Search runs the RE2 pattern over each retained line of a finished
 // action's stream, reporting at most maxMatches matching lines (<= 0 means
-// DefaultMaxMatches; capped at MaxMatches), at most one per line. It waits
+// DefaultMaxMatches; capped at MaxMatches), at most one per line, each with
+// up to contextLines lines before and after it (capped at MaxContextLines;
+// lines a gap separates do not count). It waits
 // for a turn (see SpoolOptions.MaxConcurrentReads), returning ctx's cause,
 // wrapped, if ctx ends first; then it scans for at most SearchTimeLimit,
 // and a search stopped by that or by ctx returns what it found, truncated,
 // with the reason. It holds one buffer of searchBufBytes whatever the
 // stream and its lines. Errors are *HandleError or *PatternError.
-func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxMatches int) (*SearchResult, error) {
+func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxMatches, contextLines int) (*SearchResult, error) {
 	rd, err := s.open(ctx, handle, stream)
 	if err != nil {
 		return nil, err
@@ -95,18 +118,18 @@ func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxM
 	ctx, cancel := context.WithTimeoutCause(ctx, s.searchLimit, errSearchTime)
 	defer cancel()
 
-	return search(ctx, rd, p, min(maxMatches, MaxMatches), searchBufBytes)
+	return search(ctx, rd, p, min(maxMatches, MaxMatches), min(max(contextLines, 0), MaxContextLines), searchBufBytes)
 }
 
 // search scans the retained ranges of rd through a buffer of bufBytes.
-func search(ctx context.Context, rd *streamReader, p *searchPattern, maxMatches, bufBytes int) (*SearchResult, error) {
+func search(ctx context.Context, rd *streamReader, p *searchPattern, maxMatches, contextLines, bufBytes int) (*SearchResult, error) {
 	res := &SearchResult{Handle: rd.handle, Stream: rd.st.meta.Name, Matches: []SearchMatch{}, Interrupted: rd.interrupted}
 	retained, _ := rd.st.retained()
 	res.Missing = gaps(retained, rd.st.meta.Total)
 	if len(retained) == 0 {
 		return res, nil
 	}
-	sc := &searcher{ctx: ctx, rd: rd, pattern: p, res: res, maxMatches: maxMatches, buf: make([]byte, bufBytes)}
+	sc := &searcher{ctx: ctx, rd: rd, pattern: p, res: res, maxMatches: maxMatches, contextLines: contextLines, buf: make([]byte, bufBytes)}
 	sc.lineBytes = min(p.lineBytes, bufBytes)
 	if len(p.prefix) < bufBytes/2 {
 		sc.prefix = p.prefix // skipTo keeps len(prefix)-1 bytes in the buffer
@@ -131,9 +154,14 @@ func search(ctx context.Context, rd *streamReader, p *searchPattern, maxMatches,
 			line += rd.st.meta.Newlines - n
 		}
 		if sc.stop == "" {
+			// Lines around a match do not reach across a gap.
+			sc.before, sc.pending = sc.before[:0], sc.pending[:0]
 			if err := sc.scan(r, line); err != nil {
 				return nil, err
 			}
+		}
+		if sc.stop == "" && sc.full {
+			sc.stop = "max_matches"
 		}
 		if sc.stop != "" {
 			res.Truncated, res.Reason = true, sc.stop
@@ -273,6 +301,16 @@ type searcher struct {
 	pattern    *searchPattern
 	res        *SearchResult
 	maxMatches int
+	// contextLines is how many lines to show around a match. before holds
+	// the last lines scanned, up to contextLines; pending indexes the
+	// matches still taking lines after them; found says the line being
+	// scanned matched; full says a match past maxMatches was found, so the
+	// search stops once pending is empty.
+	contextLines int
+	before       []ByteRange
+	pending      []int
+	matched      bool
+	full         bool
 	// lineBytes and prefix are the pattern's, for this buffer's size.
 	lineBytes int
 	prefix    string
@@ -364,7 +402,15 @@ func (sc *searcher) scan(r ByteRange, line int64) error {
 				}
 				continue
 			}
+			start := sc.at
 			if err := sc.longLine(line); err != nil || sc.stop != "" {
+				return err
+			}
+			end := sc.at
+			if sc.lo > 0 && sc.buf[sc.lo-1] == '\n' {
+				end--
+			}
+			if err := sc.endLine(ByteRange{start, end}); err != nil || sc.stop != "" {
 				return err
 			}
 			line++
@@ -385,7 +431,11 @@ func (sc *searcher) scan(r ByteRange, line int64) error {
 				return err
 			}
 		}
+		start := sc.at
 		sc.advance(min(n+1, len(data)))
+		if err := sc.endLine(ByteRange{start, start + int64(n)}); err != nil || sc.stop != "" {
+			return err
+		}
 		line++
 	}
 }
@@ -555,27 +605,103 @@ func (r *lineReader) ReadRune() (rune, int, error) {
 }
 
 // found records a match at offset ms of the line that starts at
-// lineStart, or stops the search at max_matches.
+// lineStart, with the lines before it, or notes that there are more than
+// maxMatches.
 func (sc *searcher) found(lineStart, ms, line int64) error {
 	if len(sc.res.Matches) == sc.maxMatches {
-		sc.stop = "max_matches"
+		sc.full = true
+		if len(sc.pending) == 0 {
+			sc.stop = "max_matches"
+		}
 		return nil
 	}
-	from := max(lineStart, ms-snippetBefore)
-	b := make([]byte, min(sc.end, from+snippetBytes)-from)
-	if err := sc.rd.readAt(b, from); err != nil {
+	text, err := sc.matchText(lineStart, ms)
+	if err != nil {
 		return err
 	}
-	if i := bytes.IndexByte(b[ms-from:], '\n'); i >= 0 {
-		b = b[:int(ms-from)+i]
+	m := SearchMatch{Offset: ms, Line: line, LineOffset: lineStart, Text: text}
+	for _, r := range sc.before {
+		t, err := sc.contextText(r)
+		if err != nil {
+			return err
+		}
+		m.Before = append(m.Before, t)
 	}
-	b = trimToRuneEnd(trimToRuneStart(b))
-	sc.res.Matches = append(sc.res.Matches, SearchMatch{
-		Offset: ms,
-		Line:   line,
-		Text:   string(bytes.ToValidUTF8(b, []byte("\uFFFD"))),
-	})
+	sc.res.Matches = append(sc.res.Matches, m)
+	sc.matched = true
 	return nil
+}
+
+// endLine takes the line r just scanned: as a line after the matches
+// that still take some, then as a line before the next ones.
+func (sc *searcher) endLine(r ByteRange) error {
+	if sc.contextLines == 0 {
+		return nil
+	}
+	keep := sc.pending[:0]
+	for _, i := range sc.pending {
+		t, err := sc.contextText(r)
+		if err != nil {
+			return err
+		}
+		m := &sc.res.Matches[i]
+		m.After = append(m.After, t)
+		if len(m.After) < sc.contextLines {
+			keep = append(keep, i)
+		}
+	}
+	sc.pending = keep
+	if sc.matched {
+		sc.pending = append(sc.pending, len(sc.res.Matches)-1)
+		sc.matched = false
+	}
+	if len(sc.before) == sc.contextLines {
+		sc.before = append(sc.before[:0], sc.before[1:]...)
+	}
+	sc.before = append(sc.before, r)
+	if sc.full && len(sc.pending) == 0 {
+		sc.stop = "max_matches"
+	}
+	return nil
+}
+
+// matchText returns the matching line that starts at lineStart, clipped
+// so that the match at ms stays in view.
+func (sc *searcher) matchText(lineStart, ms int64) (string, error) {
+	from, pre := lineStart, ""
+	if ms-lineStart > lineTextBytes-snippetAfter {
+		from, pre = ms-snippetBefore, clipMark
+	}
+	b := make([]byte, min(sc.end, from+lineTextBytes+1)-from)
+	if err := sc.rd.readAt(b, from); err != nil {
+		return "", err
+	}
+	suf := ""
+	switch i := bytes.IndexByte(b, '\n'); {
+	case i >= 0:
+		b = b[:i]
+	case len(b) > lineTextBytes:
+		b, suf = trimToRuneEnd(b[:lineTextBytes]), clipMark
+	case sc.end < sc.rd.st.meta.Total:
+		suf = clipMark // the line goes on in bytes not kept
+	}
+	if pre != "" {
+		b = trimToRuneStart(b)
+	}
+	return pre + string(bytes.ToValidUTF8(b, []byte("\uFFFD"))) + suf, nil
+}
+
+// contextText returns the line r, clipped to contextTextBytes.
+func (sc *searcher) contextText(r ByteRange) (string, error) {
+	b := make([]byte, min(r.End-r.Start, contextTextBytes))
+	if err := sc.rd.readAt(b, r.Start); err != nil {
+		return "", err
+	}
+	suf := ""
+	if r.End-r.Start > contextTextBytes {
+		b, suf = trimToRuneEnd(b), clipMark
+	}
+	return string(bytes.ToValidUTF8(b, []byte("\uFFFD"))) + suf, nil
 }
 
 // gaps returns the parts of [0, total) outside the sorted ranges rs.

@@ -25,11 +25,11 @@ func TestSpoolSearch(t *testing.T) {
 	in := []byte(strings.Join(lines, "\n") + "\n")
 	act, _ := spoolOne(t, sp, nil, in)
 
-	res, err := sp.Search(t.Context(), act.Handle(), "stdout", `^ERR! (\d+)$`, 0)
+	res, err := sp.Search(t.Context(), act.Handle(), "stdout", `^ERR! (\d+)$`, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SearchMatch{{20, 3, "ERR! 0002"}, {950, 96, "ERR! 0095"}, {990, 100, "ERR! 0099"}}
+	want := []SearchMatch{{Offset: 20, Line: 3, LineOffset: 20, Text: "ERR! 0002"}, {Offset: 950, Line: 96, LineOffset: 950, Text: "ERR! 0095"}, {Offset: 990, Line: 100, LineOffset: 990, Text: "ERR! 0099"}}
 	if fmt.Sprint(res.Matches) != fmt.Sprint(want) || res.Truncated {
 		t.Errorf("got %v, truncated %v; want %v", res.Matches, res.Truncated, want)
 	}
@@ -37,7 +37,7 @@ func TestSpoolSearch(t *testing.T) {
 		t.Errorf("got missing %v; want [{100 900}]", res.Missing)
 	}
 
-	res, err = sp.Search(t.Context(), act.Handle(), "stdout", `ERR`, 2)
+	res, err = sp.Search(t.Context(), act.Handle(), "stdout", `ERR`, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +47,13 @@ func TestSpoolSearch(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	res, err = sp.Search(ctx, act.Handle(), "stdout", `ERR`, 0)
+	res, err = sp.Search(ctx, act.Handle(), "stdout", `ERR`, 0, 0)
 	if err != nil || !res.Truncated || res.Reason != "cancelled" {
 		t.Errorf("cancelled search: got %+v, %v; want truncated, cancelled", res, err)
 	}
 
 	var pe *PatternError
-	if _, err := sp.Search(t.Context(), act.Handle(), "stdout", `(unclosed`, 0); !errors.As(err, &pe) {
+	if _, err := sp.Search(t.Context(), act.Handle(), "stdout", `(unclosed`, 0, 0); !errors.As(err, &pe) {
 		t.Errorf("got %v; want *PatternError", err)
 	}
 }
@@ -74,7 +74,7 @@ func TestSpoolSearchLongLine(t *testing.T) {
 	c.Write([]byte("NEEDLE"))
 	c.Write(chunk[:1000])
 	act.Finish()
-	res, err := sp.Search(t.Context(), act.Handle(), "stdout", `NEEDLE`, 0)
+	res, err := sp.Search(t.Context(), act.Handle(), "stdout", `NEEDLE`, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,33 +82,46 @@ func TestSpoolSearchLongLine(t *testing.T) {
 		t.Fatalf("got %d matches; want 1", len(res.Matches))
 	}
 	m := res.Matches[0]
-	if m.Offset != 50<<20 || m.Line != 1 || len(m.Text) > snippetBytes || !strings.Contains(m.Text, "NEEDLE") {
-		t.Errorf("got %+v (%d bytes of text); want offset %d, line 1, a short snippet with the match", m, len(m.Text), 50<<20)
+	if m.Offset != 50<<20 || m.Line != 1 || len(m.Text) > lineTextBytes+2*len(clipMark) || !strings.Contains(m.Text, "NEEDLE") || !strings.HasPrefix(m.Text, clipMark) || !strings.HasSuffix(m.Text, clipMark) || m.LineOffset != 50<<20+6+1000-8<<20 {
+		t.Errorf("got %+v (%d bytes of text); want offset %d, line 1, the line's retained part clipped around the match", m, len(m.Text), 50<<20)
 	}
 }
 
 // refSearch is what Search must find: the first match of each line of the
 // retained bytes, each range's lines on their own, with the line's number
-// in the whole stream and a snippet cut from the line.
+// in the whole stream and the line's text, clipped as matchText clips it.
 func refSearch(in []byte, retained []ByteRange, re *regexp.Regexp, maxMatches int) (matches []SearchMatch, truncated bool) {
 	matches = []SearchMatch{}
 	for _, r := range retained {
 		for at := r.Start; at < r.End; {
 			l := in[at:r.End]
+			cutByGap := r.End < int64(len(in))
 			if i := bytes.IndexByte(l, '\n'); i >= 0 {
-				l = l[:i]
+				l, cutByGap = l[:i], false
 			}
 			if loc := re.FindIndex(l); loc != nil {
 				if len(matches) == maxMatches {
 					return matches, true
 				}
 				ms := loc[0]
-				from := max(0, ms-snippetBefore)
-				snippet := trimToRuneEnd(trimToRuneStart(l[from:min(len(l), from+snippetBytes)]))
+				from, pre, suf := 0, "", ""
+				if ms > lineTextBytes-snippetAfter {
+					from, pre = ms-snippetBefore, clipMark
+				}
+				text := l[from:]
+				if len(text) > lineTextBytes {
+					text, suf = trimToRuneEnd(text[:lineTextBytes]), clipMark
+				} else if cutByGap {
+					suf = clipMark
+				}
+				if pre != "" {
+					text = trimToRuneStart(text)
+				}
 				matches = append(matches, SearchMatch{
-					Offset: at + int64(ms),
-					Line:   1 + int64(bytes.Count(in[:at], []byte{'\n'})),
-					Text:   string(bytes.ToValidUTF8(snippet, []byte("\uFFFD"))),
+					Offset:     at + int64(ms),
+					Line:       1 + int64(bytes.Count(in[:at], []byte{'\n'})),
+					LineOffset: at,
+					Text:       pre + string(bytes.ToValidUTF8(text, []byte("\uFFFD"))) + suf,
 				})
 			}
 			at += int64(len(l)) + 1
@@ -133,7 +146,7 @@ func searchWith(t testing.TB, sp *Spool, act *Action, pattern string, maxMatches
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	return search(context.Background(), rd, p, maxMatches, bufBytes)
+	return search(context.Background(), rd, p, maxMatches, 0, bufBytes)
 }
 
 // searchPatterns cover literal prefixes (which long lines skip to),
@@ -340,7 +353,7 @@ func TestSearchStopsInsideLongLine(t *testing.T) {
 				sp.searchLimit = tt.limit
 				ctx, cancel := tt.ctx()
 				defer cancel()
-				res, err := sp.Search(ctx, act.Handle(), "stdout", pattern, 0)
+				res, err := sp.Search(ctx, act.Handle(), "stdout", pattern, 0, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -375,7 +388,7 @@ func BenchmarkSearch(b *testing.B) {
 				b.SetBytes(int64(len(data.in)))
 				reportCPU(b, len(data.in), func() {
 					for b.Loop() {
-						res, err := sp.Search(context.Background(), act.Handle(), "stdout", pattern, 0)
+						res, err := sp.Search(context.Background(), act.Handle(), "stdout", pattern, 0, 0)
 						if err != nil || res.Truncated || len(res.Matches) != 0 {
 							b.Fatalf("got %+v, %v; want a complete search with no match", res, err)
 						}

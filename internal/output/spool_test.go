@@ -100,7 +100,7 @@ func TestSpoolHandleErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, rerr := sp.Read(t.Context(), tt.handle, tt.stream, 0, false, 0, 0)
-			_, serr := sp.Search(t.Context(), tt.handle, tt.stream, "x", 0)
+			_, serr := sp.Search(t.Context(), tt.handle, tt.stream, "x", 0, 0)
 			for _, err := range []error{rerr, serr} {
 				var he *HandleError
 				if !errors.As(err, &he) || !errors.Is(err, tt.want) {

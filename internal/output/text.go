@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -38,4 +39,39 @@ func Clip(s string, n int) string {
 		return s
 	}
 	return string(trimToRuneEnd([]byte(s[:n]))) + "..."
+}
+
+// lineEnd cuts b, the start of a longer text, after its last newline. When
+// b has none, its first line is longer than b: b is cut at a character
+// boundary instead, and cut reports that its last line is incomplete.
+func lineEnd(b []byte) (head []byte, cut bool) {
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[:i+1], false
+	}
+	return trimToRuneEnd(b), true
+}
+
+// lineStart cuts b, the end of a longer text, just after its first
+// newline; afterNewline says that the byte before b is a newline, so b
+// already starts a line. When b holds no newline before its last byte,
+// its last line is longer than b: b is cut at a character boundary
+// instead, and cut reports that its first line is incomplete.
+func lineStart(b []byte, afterNewline bool) (tail []byte, cut bool) {
+	if afterNewline {
+		return b, false
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && i+1 < len(b) {
+		return b[i+1:], false
+	}
+	return trimToRuneStart(b), true
+}
+
+// linesIn counts the lines b holds or begins: its newlines, plus one for a
+// last line without a newline.
+func linesIn(b string) int64 {
+	n := int64(strings.Count(b, "\n"))
+	if b != "" && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
