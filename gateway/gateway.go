@@ -55,6 +55,8 @@ type Gateway struct {
 	red  atomic.Pointer[redact.Redactor] // knows every secret loaded since start
 	note atomic.Pointer[string]          // for the next tool result; see TakeNote
 
+	actions registry // running and recently finished actions, by handle
+
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // running actions

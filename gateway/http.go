@@ -24,13 +24,15 @@ type HTTPRequestInput struct {
 	Body     string            `json:"body,omitempty" jsonschema:"request body as text"`
 	JSON     any               `json:"json,omitempty" jsonschema:"request body as JSON (sets Content-Type: application/json); not together with body"`
 	TimeoutS float64           `json:"timeout_s,omitempty" jsonschema:"seconds for the whole request including retries; capped by the endpoint's maximum"`
+	WaitS    *float64          `json:"wait_s,omitempty" jsonschema:"seconds this call waits for the response to end (default: the server's wait, 50 s); still running then, it is returned as running with its handle and goes on in the background; 0 starts it in the background"`
 }
 
 // HTTPRequestOutput is the structured result of http_request.
 type HTTPRequestOutput struct {
 	Handle   string `json:"handle"`
 	Endpoint string `json:"endpoint"`
-	// Status is ok, http_error, body_limit, cancelled, timeout or failed.
+	// Status is running, ok, http_error, body_limit, cancelled, timeout or
+	// failed.
 	Status     Status            `json:"status"`
 	HTTPStatus int               `json:"http_status,omitempty"`
 	Headers    map[string]string `json:"headers"`
@@ -83,7 +85,6 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			req.Query.Set(k, v)
 		}
 	}
-	var res *httpact.Result
 	return g.run(ctx, s, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
@@ -108,27 +109,28 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},
 		execute: func(ctx context.Context, w []io.Writer) *ended {
-			var err error
-			if res, err = g.http.Do(ctx, he.endpoint, req, w[0]); err != nil {
+			res, err := g.http.Do(ctx, he.endpoint, req, w[0])
+			if err != nil {
 				// Nothing was sent: a refused path, header or body.
 				return &ended{status: StatusFailed, reason: err.Error()}
 			}
-			e := &ended{status: httpStatus[res.Status], reason: res.Reason, duration: res.Duration, httpStatus: res.HTTPStatus}
+			e := &ended{status: httpStatus[res.Status], reason: res.Reason, duration: res.Duration, httpStatus: res.HTTPStatus,
+				attempts: res.Attempts, headers: map[string]string{}}
+			// Names too: a server may echo anything into a header name.
+			for k, v := range res.Headers {
+				e.headers[g.redactString(k)] = g.redactString(v)
+			}
 			return e
 		},
 		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {
 			out := &HTTPRequestOutput{Handle: handle, Endpoint: in.Endpoint, Status: e.status, HTTPStatus: e.httpStatus,
-				Headers: map[string]string{}, DurationMS: e.duration.Milliseconds(), Body: s[0], Reason: e.reason}
-			if res != nil {
-				out.Attempts = res.Attempts
-				// Names too: a server may echo anything into a header name.
-				for k, v := range res.Headers {
-					out.Headers[g.redactString(k)] = g.redactString(v)
-				}
+				Headers: e.headers, DurationMS: e.duration.Milliseconds(), Attempts: e.attempts, Body: s[0], Reason: e.reason}
+			if out.Headers == nil {
+				out.Headers = map[string]string{}
 			}
 			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, in.Path), out.Status != StatusOK
 		},
-	}, progress)
+	}, progress, in.WaitS)
 }
 
 func describeHTTP(out *HTTPRequestOutput, method, path string) string {

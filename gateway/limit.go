@@ -13,11 +13,15 @@ import (
 type BusyError struct {
 	Target string
 	Limit  int    // the limit that was full
-	Scope  string // "server" or "target"
+	Scope  string // "server", "target" or "background"
 	Waited time.Duration
 }
 
 func (e *BusyError) Error() string {
+	if e.Scope == "background" {
+		return fmt.Sprintf("busy: %d action(s) already run in the background (max_background_actions); "+
+			"wait for one (action_status), stop one (cancel_action), or call with wait_s above 0", e.Limit)
+	}
 	return fmt.Sprintf("busy: %d action(s) already running (the %s limit for %q), none finished within %v; try again shortly",
 		e.Limit, e.Scope, e.Target, e.Waited.Round(time.Millisecond))
 }

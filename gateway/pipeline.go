@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,9 @@ type ended struct {
 	signal        string
 	remoteStopped *bool
 	httpStatus    int
+	// attempts and headers are an HTTP request's.
+	attempts int
+	headers  map[string]string
 }
 
 // Progress receives the bytes an action received so far.
@@ -78,7 +82,14 @@ func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
 // the server), the audit intent, execution into redacting captures, the
 // status, the audit outcome and the result. An action that does not start
 // is audited as such and returned as a failure that says why.
-func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progress) *ToolResult {
+//
+// The action runs on a goroutine of the gateway; the call waits for it up
+// to wait (nil: the server's wait) from its start. While the call waits,
+// its cancellation stops the action; an action still running when the
+// wait ends goes on in the background (see await), and the call returns
+// it as running.
+func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progress, wait *float64) *ToolResult {
+	called := time.Now()
 	c := s.core
 	if c.auditBroken != nil {
 		return g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken)
@@ -98,14 +109,32 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 		return g.failure("%v", err)
 	}
 	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
+	waitFor := c.server.Wait
+	if wait != nil {
+		waitFor = seconds(*wait)
+	}
+	if waitFor == 0 && !c.background.free() {
+		return g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"})
+	}
 
-	// From here Close cancels the call and waits for it.
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
-	defer stop()
+	// The action's context outlives the call's: the call's cancellation
+	// reaches it only while the call waits (await disarms it). Close
+	// cancels it and waits for it.
+	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	byCall := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	byShutdown := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
 	g.wg.Add(1)
-	defer g.wg.Done()
+	var releases []func()
+	// undo ends a call whose action did not start.
+	undo := func() {
+		for _, r := range slices.Backward(releases) {
+			r()
+		}
+		byCall()
+		byShutdown()
+		cancel(nil)
+		g.wg.Done()
+	}
 
 	// The queue: nothing has started, and no slot of the server is held
 	// while the call waits for its target.
@@ -113,83 +142,79 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 	defer qcancel()
 	releaseTarget, err := c.limit.take(qctx, s.slots[intent.Target], "target", intent.Target)
 	if err != nil {
+		defer undo()
 		return g.notStarted(actx, c, intent, err)
 	}
-	defer releaseTarget()
+	releases = append(releases, releaseTarget)
 	dctx, dcancel := context.WithTimeoutCause(actx, timeout, &timeoutError{timeout})
-	defer dcancel()
+	releases = append(releases, dcancel)
 	if a.reserve != nil {
-		wait := time.Until(deadline(qctx))
-		release, err := a.reserve(dctx, wait)
+		release, err := a.reserve(dctx, time.Until(deadline(qctx)))
 		if err != nil {
+			defer undo()
 			return g.notStarted(dctx, c, intent, err)
 		}
-		defer release()
+		releases = append(releases, release)
 	}
 	releaseServer, err := c.limit.take(qctx, c.limit.server, "server", intent.Target)
 	if err != nil {
+		defer undo()
 		return g.notStarted(actx, c, intent, err)
 	}
-	defer releaseServer()
+	releases = append(releases, releaseServer)
 
 	out := c.spool.Begin(intent.Tool, intent.Target)
 	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
 	if err := g.appendAudit(c, intent); err != nil {
 		out.Finish()
+		undo()
 		g.log.Error("audit log: the intent record could not be written; the action did not run", "error", err)
 		return g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
 	}
 
-	g.active.Add(1)
-	defer g.active.Add(-1)
-
-	start := time.Now()
-	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
+	act := g.actions.begin(out.Handle(), intent, a, c, cancel)
 	red := g.red.Load()
-	var received atomic.Int64
-	captures := make([]*output.Capture, len(a.streams))
-	writers := make([]io.Writer, len(a.streams))
-	for i, name := range a.streams {
-		captures[i] = out.Capture(name, red, lim)
-		writers[i] = &counter{w: captures[i], n: &received}
+	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
+	for _, name := range a.streams {
+		act.addStream(out.Capture(name, red, lim))
 	}
-	stopProgress := reportProgress(progress, &received, start)
-	e := a.execute(dctx, writers)
-	stopProgress()
-	if e.status.cutShort() {
-		for _, c := range captures {
-			c.Cut()
+	go func() {
+		defer undo()
+		g.active.Add(1)
+		defer g.active.Add(-1)
+		e := a.execute(dctx, act.writers())
+		if e.status.cutShort() {
+			act.cut()
 		}
-	}
-	out.Finish()
-
-	if e.duration == 0 {
-		e.duration = time.Since(start)
-	}
-	if e.status == StatusCancelled {
-		e.reason = g.cancelReason(dctx)
-	}
-	e.reason = red.RedactString(e.reason)
-	streams := make([]output.Stream, len(captures))
-	outcome := &audit.Record{
-		Kind: "outcome", Handle: out.Handle(), Tool: intent.Tool, Target: intent.Target,
-		Status: string(e.status), ExitCode: e.exitCode, Signal: e.signal, HTTPStatus: e.httpStatus,
-		DurationMS: e.duration.Milliseconds(), Reason: e.reason, RemoteStopped: e.remoteStopped,
-		Streams: map[string]audit.Stream{},
-	}
-	for i, c := range captures {
-		streams[i] = c.Summary()
-		outcome.Streams[a.streams[i]] = audit.Stream{Bytes: streams[i].Bytes, SHA256: streams[i].SHA256}
-	}
-	auditErr := g.appendAudit(c, outcome)
-	if auditErr != nil {
-		g.log.Error("audit log: the outcome record could not be written", "handle", out.Handle(), "error", auditErr)
-	}
-	structured, named, what, isError := a.finish(e, out.Handle(), streams)
-	if capped {
-		what += fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", a.asked.Seconds(), intent.Target, a.maxTimeout)
-	}
-	return g.result(c, structured, isError, auditErr, what, out.Handle(), named...)
+		out.Finish()
+		if e.duration == 0 {
+			e.duration = time.Since(act.started)
+		}
+		if e.status == StatusCancelled {
+			e.reason = g.cancelReason(dctx)
+		}
+		e.reason = red.RedactString(e.reason)
+		streams := act.summaries()
+		outcome := &audit.Record{
+			Kind: "outcome", Handle: out.Handle(), Tool: intent.Tool, Target: intent.Target,
+			Status: string(e.status), ExitCode: e.exitCode, Signal: e.signal, HTTPStatus: e.httpStatus,
+			DurationMS: e.duration.Milliseconds(), Reason: e.reason, RemoteStopped: e.remoteStopped,
+			Streams: map[string]audit.Stream{},
+		}
+		for i, st := range streams {
+			outcome.Streams[a.streams[i]] = audit.Stream{Bytes: st.Bytes, SHA256: st.SHA256}
+		}
+		auditErr := g.appendAudit(c, outcome)
+		if auditErr != nil {
+			g.log.Error("audit log: the outcome record could not be written", "handle", out.Handle(), "error", auditErr)
+		}
+		structured, named, what, isError := a.finish(e, out.Handle(), streams)
+		if capped {
+			what += fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", a.asked.Seconds(), intent.Target, a.maxTimeout)
+		}
+		act.end(e.status, g.result(c, structured, isError, auditErr, what, out.Handle(), named...), &g.actions)
+	}()
+	return g.await(ctx, act, called.Add(waitFor), progress, byCall)
 }
 
 // notStarted audits and answers a call that queued and did not start:
@@ -286,17 +311,6 @@ const auditReclaimBytes = 1 << 20
 func deadline(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
-}
-
-// counter counts the bytes written through it into n, for progress.
-type counter struct {
-	w io.Writer
-	n *atomic.Int64
-}
-
-func (c *counter) Write(p []byte) (int, error) {
-	c.n.Add(int64(len(p)))
-	return c.w.Write(p)
 }
 
 // reportProgress calls progress with the count in n every

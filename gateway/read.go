@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/actiongw/actiongw/internal/output"
 )
@@ -15,18 +16,20 @@ type (
 
 // ReadOutputInput is the input of the read_output tool.
 type ReadOutputInput struct {
-	Handle string `json:"handle" jsonschema:"handle of a finished action, from its result"`
-	Stream string `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
-	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset in the whole stream; negative counts back from the end; not with line"`
-	From   string `json:"from,omitempty" jsonschema:"start (default) or end: with end, offset counts back from the end of the stream; not with line"`
-	Line   int64  `json:"line,omitempty" jsonschema:"first line to read, counting from 1, instead of offset"`
-	Lines  int    `json:"lines,omitempty" jsonschema:"with line: how many lines to read, at most 10000 (default: as many as fit limit)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"most bytes to return; capped so the result fits the content limit"`
+	Handle string  `json:"handle" jsonschema:"handle of a finished action, from its result"`
+	Stream string  `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
+	Offset int64   `json:"offset,omitempty" jsonschema:"byte offset in the whole stream; negative counts back from the end; not with line"`
+	From   string  `json:"from,omitempty" jsonschema:"start (default) or end: with end, offset counts back from the end of the stream; not with line"`
+	Line   int64   `json:"line,omitempty" jsonschema:"first line to read, counting from 1, instead of offset"`
+	Lines  int     `json:"lines,omitempty" jsonschema:"with line: how many lines to read, at most 10000 (default: as many as fit limit)"`
+	Limit  int     `json:"limit,omitempty" jsonschema:"most bytes to return; capped so the result fits the content limit"`
+	WaitS  float64 `json:"wait_s,omitempty" jsonschema:"for a running action: seconds to wait, at most 600, for bytes at or past offset when none have arrived yet, or for the end (a bounded tail -f)"`
 }
 
 // ReadOutput returns a page of a retained stream, by byte offset or by
 // line. It waits for its turn among reads and searches
-// (max_concurrent_reads) until ctx ends.
+// (max_concurrent_reads) until ctx ends. On a running action, with
+// wait_s, a page that would be empty waits for bytes or the end.
 func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResult {
 	s, fail := g.ready()
 	if fail != nil {
@@ -41,8 +44,6 @@ func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResul
 	default:
 		return g.failure(`from must be "start" or "end", got %q`, output.Clip(in.From, 40))
 	}
-	var p *Page
-	var err error
 	switch {
 	case in.Line != 0 && (in.Offset != 0 || in.From != ""):
 		return g.failure("give either line (and lines) or offset (and from), not both: line reads from the start of a line, offset from a byte")
@@ -52,13 +53,42 @@ func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResul
 		return g.failure(`lines needs line, the first line to read: e.g. "line":1,"lines":%d`, max(in.Lines, 1))
 	case in.Lines < 0:
 		return g.failure("lines must be 1 or more")
-	case in.Line > 0:
-		p, err = s.core.spool.ReadLines(ctx, in.Handle, in.Stream, in.Line, in.Lines, in.Limit, resultBytes)
-	default:
-		p, err = s.core.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, resultBytes)
+	case in.WaitS < 0:
+		return g.failure("wait_s must be 0 or more")
 	}
-	if err != nil {
-		return g.failure("%v", err)
+	read := func() (*Page, error) {
+		if in.Line > 0 {
+			return s.core.spool.ReadLines(ctx, in.Handle, in.Stream, in.Line, in.Lines, in.Limit, resultBytes)
+		}
+		return s.core.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, resultBytes)
+	}
+	timer := time.NewTimer(min(seconds(in.WaitS), maxWait))
+	defer timer.Stop()
+	var p *Page
+	for {
+		// Taken before the read, so that bytes arriving between the read
+		// and the wait are not missed.
+		var changed, done <-chan struct{}
+		act := g.actions.get(in.Handle)
+		if act != nil {
+			changed, done = act.changed.wait(), act.done
+		}
+		var err error
+		if p, err = read(); err != nil {
+			return g.failure("%v", err)
+		}
+		if in.WaitS <= 0 || act == nil || !p.Running || p.Data != "" || len(p.Missing) > 0 {
+			break
+		}
+		select {
+		case <-changed:
+			continue
+		case <-done:
+			continue // read once more: the end
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		break
 	}
 	text, err := output.FitPage(p, resultBytes)
 	if err != nil {

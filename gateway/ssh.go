@@ -15,17 +15,19 @@ import (
 
 // SSHExecInput is the input of the ssh_exec tool.
 type SSHExecInput struct {
-	Target   string  `json:"target" jsonschema:"name of an SSH target, as list_targets gives it"`
-	Command  string  `json:"command" jsonschema:"shell command to run on the target"`
-	Stdin    string  `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then end of file"`
-	TimeoutS float64 `json:"timeout_s,omitempty" jsonschema:"seconds after which the command is stopped; capped by the target's maximum"`
+	Target   string   `json:"target" jsonschema:"name of an SSH target, as list_targets gives it"`
+	Command  string   `json:"command" jsonschema:"shell command to run on the target"`
+	Stdin    string   `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then end of file"`
+	TimeoutS float64  `json:"timeout_s,omitempty" jsonschema:"seconds after which the command is stopped; capped by the target's maximum"`
+	WaitS    *float64 `json:"wait_s,omitempty" jsonschema:"seconds this call waits for the command to end (default: the server's wait, 50 s); still running then, it is returned as running with its handle and goes on in the background; 0 starts it in the background"`
 }
 
 // SSHExecOutput is the structured result of ssh_exec.
 type SSHExecOutput struct {
 	Handle string `json:"handle"`
 	Target string `json:"target"`
-	// Status is exited, signaled, timeout, cancelled, output_limit or failed.
+	// Status is running, exited, signaled, timeout, cancelled,
+	// output_limit or failed.
 	Status     Status        `json:"status"`
 	ExitCode   *int          `json:"exit_code,omitempty"`
 	Signal     string        `json:"signal,omitempty"`
@@ -122,7 +124,7 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 			return out, []output.NamedStream{{Name: "stdout", Summary: &out.Stdout}, {Name: "stderr", Summary: &out.Stderr}},
 				describeSSH(out, in.Command), isError
 		},
-	}, progress)
+	}, progress, in.WaitS)
 }
 
 func seconds(s float64) time.Duration {

@@ -59,6 +59,9 @@ type core struct {
 	audit       *audit.Log // nil when auditBroken is set
 	auditBroken error      // why the audit log cannot be written
 	limit       *limiter
+	// background are the slots of actions running after their call
+	// returned (max_background_actions).
+	background slots
 }
 
 // state is the configuration in effect now.
@@ -184,7 +187,7 @@ func (g *Gateway) openCore(ctx context.Context, cfg *config.Config) (*core, erro
 		return nil, err
 	}
 	return &core{server: s, spool: spool, audit: auditLog, auditBroken: broken,
-		limit: newLimiter(g.log, s.MaxConcurrentActions, s.QueueWait)}, nil
+		limit: newLimiter(g.log, s.MaxConcurrentActions, s.QueueWait), background: make(slots, s.MaxBackgroundActions)}, nil
 }
 
 // refreshed returns s, or when a secret did not load at s and secretRetry

@@ -19,6 +19,7 @@ const (
 
 // Statuses of every kind of action.
 const (
+	StatusRunning   Status = "running"   // it goes on after its call returned; action_status gives its end
 	StatusTimeout   Status = "timeout"   // the action's timeout expired; it was stopped
 	StatusCancelled Status = "cancelled" // the client or a shutdown cancelled it; it was stopped
 	StatusFailed    Status = "failed"    // it could not run or its connection was lost

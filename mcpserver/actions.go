@@ -74,10 +74,7 @@ var (
 // string properties closed to the given values: jsonschema struct tags
 // cannot say enum.
 func inputSchema[In any](enums map[string][]string) *jsonschema.Schema {
-	s, err := jsonschema.For[In](nil)
-	if err != nil {
-		panic(err) // a Go type the SDK could not serve either
-	}
+	s := schemaFor[In]()
 	for name, values := range enums {
 		p := s.Properties[name]
 		if p == nil {
@@ -86,6 +83,15 @@ func inputSchema[In any](enums map[string][]string) *jsonschema.Schema {
 		for _, v := range values {
 			p.Enum = append(p.Enum, v)
 		}
+	}
+	return s
+}
+
+// schemaFor is the schema the SDK would infer for T.
+func schemaFor[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(err) // a Go type the SDK could not serve either
 	}
 	return s
 }

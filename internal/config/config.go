@@ -50,6 +50,18 @@ type Server struct {
 	// QueueWait is how long a call waits for a free action slot, or for a
 	// session of its SSH target, before it is refused as busy.
 	QueueWait time.Duration `toml:"queue_wait" default:"10s"`
+	// Wait is how long an action call (and action_status) waits for the
+	// action to finish; one still running then is returned with status
+	// running and its handle, and goes on under its own timeout. It is
+	// below the 60 s many MCP clients give a tool call. Zero starts every
+	// action in the background unless the call asks to wait (wait_s).
+	Wait time.Duration `toml:"wait" default:"50s"`
+	// MaxBackgroundActions bounds the actions running after their call
+	// returned; when it is reached, a call that would return early waits
+	// for its action to end instead, and wait_s = 0 is refused as busy.
+	// Background actions also count against max_concurrent_actions and
+	// their target's max_concurrent.
+	MaxBackgroundActions int `toml:"max_background_actions" default:"8"`
 	// MaxConcurrentReads bounds read_output and search_output calls
 	// running at once; more wait for a turn.
 	MaxConcurrentReads int `toml:"max_concurrent_reads" default:"4"`
@@ -616,6 +628,12 @@ func (c *Config) Validate() error {
 	}
 	if s.QueueWait <= 0 {
 		bad("server.queue_wait", "must be positive, got %s", s.QueueWait)
+	}
+	if s.Wait < 0 {
+		bad("server.wait", "must not be negative, got %s", s.Wait)
+	}
+	if s.MaxBackgroundActions < 0 {
+		bad("server.max_background_actions", "must not be negative, got %d", s.MaxBackgroundActions)
 	}
 	if s.MaxConcurrentReads < 1 {
 		bad("server.max_concurrent_reads", "must be at least 1, got %d", s.MaxConcurrentReads)

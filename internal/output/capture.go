@@ -34,8 +34,9 @@ type Stream struct {
 	// Truncated reports that Head and Tail together do not hold the
 	// whole stream.
 	Truncated bool `json:"truncated"`
-	// SHA256 is the hex digest of the whole redacted stream.
-	SHA256 string `json:"sha256"`
+	// SHA256 is the hex digest of the whole redacted stream; empty while
+	// the action runs.
+	SHA256 string `json:"sha256,omitempty"`
 	// Binary reports that the stream does not look like text: it has a NUL
 	// byte or invalid UTF-8 in the kept head or tail.
 	Binary bool `json:"binary,omitempty"`
@@ -81,7 +82,8 @@ type Capture struct {
 // sink is where a Capture keeps redacted bytes beyond its previews: a
 // stream of the spool.
 type sink interface {
-	write(p []byte)
+	// write keeps p, which holds newlines newline bytes.
+	write(p []byte, newlines int64)
 	// retained returns the ranges kept and why some were not, if any.
 	retained() ([]ByteRange, string)
 }
@@ -139,7 +141,8 @@ func (c *Capture) keep(p []byte) {
 		return
 	}
 	c.bytes += int64(len(p))
-	c.newlines += int64(bytes.Count(p, []byte{'\n'}))
+	newlines := int64(bytes.Count(p, []byte{'\n'}))
+	c.newlines += newlines
 	c.last = p[len(p)-1]
 	c.hash.write(p)
 	if room := cap(c.head) - len(c.head); room > 0 {
@@ -160,7 +163,7 @@ func (c *Capture) keep(p []byte) {
 		}
 	}
 	if c.spool != nil {
-		c.spool.write(p)
+		c.spool.write(p, newlines)
 	}
 }
 
@@ -173,11 +176,18 @@ func (c *Capture) keep(p []byte) {
 // previews together is shown whole, split at a line between them.
 func (c *Capture) Summary() Stream {
 	c.flush()
-	s := Stream{
-		Bytes:  c.bytes,
-		Lines:  c.newlines,
-		SHA256: hex.EncodeToString(c.hash.h.Sum(nil)),
-	}
+	s := c.Snapshot()
+	s.SHA256 = hex.EncodeToString(c.hash.h.Sum(nil))
+	return s
+}
+
+// Snapshot returns the STREAM object of the stream so far, without its
+// SHA256 (known only at the end) and without ending it: what a running
+// action has produced. Bytes the redactor still holds back, because they
+// could begin a secret, are not in it yet. It must not run at the same
+// time as Write.
+func (c *Capture) Snapshot() Stream {
+	s := Stream{Bytes: c.bytes, Lines: c.newlines}
 	if c.bytes > 0 && c.last != '\n' {
 		s.Lines++
 	}

@@ -47,7 +47,12 @@ type Page struct {
 	// NextOffset is where the next page starts. Every byte between the
 	// requested offset and NextOffset is either in Data or in Missing.
 	NextOffset int64 `json:"next_offset"`
-	EOF        bool  `json:"eof"`
+	// EOF reports that no byte follows NextOffset: the end of a finished
+	// stream.
+	EOF bool `json:"eof"`
+	// Running reports that the action was still running: TotalBytes is
+	// what had arrived, and more may follow.
+	Running    bool  `json:"running,omitempty"`
 	TotalBytes int64 `json:"total_bytes"`
 	// Missing names byte ranges that were not retained, with the retained
 	// bytes of a character that a gap cuts in two.
@@ -110,8 +115,8 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 // stream, or when it ends the stream and the stream's newlines were
 // counted (not for an interrupted action).
 func lineOffset(ctx context.Context, rd *streamReader, n int64) (int64, error) {
-	m := rd.st.meta
-	retained, _ := rd.st.retained()
+	m := rd.meta
+	retained, _ := rd.meta.retained()
 	pastEnd := &LineError{Line: n, Reason: fmt.Sprintf("past the end: %s has %s", m.Name, plural(streamLines(rd, retained), "line"))}
 	if rd.interrupted {
 		pastEnd.Reason = fmt.Sprintf("past the end of what was recovered of %s", m.Name)
@@ -168,7 +173,7 @@ func lineOffset(ctx context.Context, rd *streamReader, n int64) (int64, error) {
 // one for a last line without a newline (assumed when its last byte was
 // not kept).
 func streamLines(rd *streamReader, retained []ByteRange) int64 {
-	m := rd.st.meta
+	m := rd.meta
 	if m.Total == 0 {
 		return 0
 	}
@@ -249,7 +254,7 @@ func (s *Spool) Read(ctx context.Context, handle, stream string, offset int64, f
 	}
 	defer rd.Close()
 	start := offset
-	total := rd.st.meta.Total
+	total := rd.meta.Total
 	switch {
 	case fromEnd && offset == 0:
 		// The end itself would be an empty page: give the last limit bytes.
@@ -275,11 +280,11 @@ func pageLimit(limit, maxBytes int) int {
 // readPage reads the page at start, which is within the stream. A page
 // cut by its limit ends after a newline unless its first line is longer.
 func readPage(rd *streamReader, start int64, limit, maxBytes int) (*Page, error) {
-	st := rd.st
 	limit = pageLimit(limit, maxBytes)
-	total := st.meta.Total
-	p := &Page{Handle: rd.handle, Stream: st.meta.Name, Offset: start, NextOffset: start, TotalBytes: total, Interrupted: rd.interrupted}
-	retained, _ := st.retained()
+	total := rd.meta.Total
+	p := &Page{Handle: rd.handle, Stream: rd.meta.Name, Offset: start, NextOffset: start, TotalBytes: total,
+		Running: rd.running, Interrupted: rd.interrupted}
+	retained, _ := rd.meta.retained()
 	// Find the retained range at or after start.
 	var r *ByteRange
 	for i := range retained {
@@ -292,7 +297,7 @@ func readPage(rd *streamReader, start int64, limit, maxBytes int) (*Page, error)
 		if start < total {
 			p.Missing = []ByteRange{{start, total}}
 		}
-		p.NextOffset, p.EOF = total, true
+		p.NextOffset, p.EOF = total, !p.Running
 		return p, nil
 	}
 	if r.Start > start {
@@ -357,7 +362,7 @@ func readPage(rd *streamReader, start int64, limit, maxBytes int) (*Page, error)
 		p.Missing = append(p.Missing, ByteRange{p.NextOffset, next})
 		p.NextOffset = next
 	}
-	p.EOF = p.NextOffset >= total
+	p.EOF = p.NextOffset >= total && !p.Running
 	return p, nil
 }
 
@@ -396,7 +401,7 @@ func (p *Page) cut(b []byte) {
 	}
 	p.Missing = before
 	p.NextOffset = p.Offset + int64(len(b))
-	p.EOF = p.NextOffset >= p.TotalBytes
+	p.EOF = p.NextOffset >= p.TotalBytes && !p.Running
 }
 
 func (p *Page) setData(b []byte) {

@@ -377,7 +377,15 @@ func describePage(p *Page) string {
 		b.WriteString(" This is the end of the stream.")
 		return b.String()
 	}
-	fmt.Fprintf(&b, ` Next: read_output {"handle":%q,"stream":%q,"offset":%d}`, p.Handle, p.Stream, p.NextOffset)
+	if p.Running {
+		b.WriteString(" The action is still running: total_bytes is what has arrived so far, and more may come.")
+	}
+	fmt.Fprintf(&b, ` Next: read_output {"handle":%q,"stream":%q,"offset":%d`, p.Handle, p.Stream, p.NextOffset)
+	if p.Running && p.NextOffset >= p.TotalBytes {
+		b.WriteString(`,"wait_s":30} (waits for new bytes or the end)`)
+	} else {
+		b.WriteString("}")
+	}
 	if p.Line > 0 && p.Encoding == "" && n > 0 && p.Data[n-1] == '\n' && p.NextOffset == p.Offset+n {
 		fmt.Fprintf(&b, ` or by line read_output {"handle":%q,"stream":%q,"line":%d}`, p.Handle, p.Stream, p.Line+linesIn(p.Data))
 	}
@@ -424,6 +432,9 @@ func describeSearch(r *SearchResult, pattern string) string {
 	b.WriteString(".")
 	if r.Interrupted {
 		b.WriteString(" The action was interrupted: the server that ran it ended before it finished, so only the start of the stream was recovered.")
+	}
+	if r.Running {
+		b.WriteString(" The action is still running: only what had arrived was searched.")
 	}
 	switch r.Reason {
 	case "max_matches":

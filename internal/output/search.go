@@ -59,6 +59,9 @@ type SearchResult struct {
 	Missing []ByteRange `json:"missing,omitempty"`
 	// Interrupted reports that the process that ran the action ended
 	// before it finished: only the start of the stream was recovered.
+	// Running reports that the action was still running: only what had
+	// arrived was searched.
+	Running     bool `json:"running,omitempty"`
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
@@ -123,9 +126,9 @@ func (s *Spool) Search(ctx context.Context, handle, stream, pattern string, maxM
 
 // search scans the retained ranges of rd through a buffer of bufBytes.
 func search(ctx context.Context, rd *streamReader, p *searchPattern, maxMatches, contextLines, bufBytes int) (*SearchResult, error) {
-	res := &SearchResult{Handle: rd.handle, Stream: rd.st.meta.Name, Matches: []SearchMatch{}, Interrupted: rd.interrupted}
-	retained, _ := rd.st.retained()
-	res.Missing = gaps(retained, rd.st.meta.Total)
+	res := &SearchResult{Handle: rd.handle, Stream: rd.meta.Name, Matches: []SearchMatch{}, Running: rd.running, Interrupted: rd.interrupted}
+	retained, _ := rd.meta.retained()
+	res.Missing = gaps(retained, rd.meta.Total)
 	if len(retained) == 0 {
 		return res, nil
 	}
@@ -151,7 +154,7 @@ func search(ctx context.Context, rd *streamReader, p *searchPattern, maxMatches,
 			if err != nil {
 				return nil, err
 			}
-			line += rd.st.meta.Newlines - n
+			line += rd.meta.Newlines - n
 		}
 		if sc.stop == "" {
 			// Lines around a match do not reach across a gap.
@@ -682,7 +685,7 @@ func (sc *searcher) matchText(lineStart, ms int64) (string, error) {
 		b = b[:i]
 	case len(b) > lineTextBytes:
 		b, suf = trimToRuneEnd(b[:lineTextBytes]), clipMark
-	case sc.end < sc.rd.st.meta.Total:
+	case sc.end < sc.rd.meta.Total:
 		suf = clipMark // the line goes on in bytes not kept
 	}
 	if pre != "" {

@@ -53,12 +53,11 @@ type SpoolOptions struct {
 var (
 	ErrMalformedHandle = errors.New("malformed output handle")
 	ErrUnknownHandle   = errors.New("unknown output handle: it never existed here, or it expired and was evicted")
-	ErrActionRunning   = errors.New("the action is still running")
 	ErrUnknownStream   = errors.New("unknown stream")
 )
 
 // HandleError is returned by Read and Search for a handle or stream that
-// cannot be read. Err is one of the Err*Handle, ErrActionRunning or
+// cannot be read. Err is one of the Err*Handle or
 // ErrUnknownStream values, possibly wrapped.
 type HandleError struct {
 	Handle string
@@ -239,11 +238,11 @@ var streamNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // within lim. Asking again for the same name returns the same Capture.
 func (a *Action) Capture(stream string, red *redact.Redactor, lim Limits) *Capture {
 	for i, st := range a.streams {
-		if st.meta.Name == stream {
+		if st.name == stream {
 			return a.captures[i]
 		}
 	}
-	st := &spoolStream{spool: a.spool, meta: streamMeta{Name: stream, HeadCap: a.spool.opts.RetainHeadBytes, TailCap: a.spool.opts.RetainTailBytes}}
+	st := &spoolStream{spool: a.spool, name: stream, meta: streamMeta{Name: stream, HeadCap: a.spool.opts.RetainHeadBytes, TailCap: a.spool.opts.RetainTailBytes}}
 	switch {
 	case !streamNamePattern.MatchString(stream):
 		st.fail(fmt.Errorf("stream name %q cannot be a file name", stream))
@@ -267,12 +266,11 @@ func (a *Action) Finish() {
 		for i, c := range a.captures {
 			c.flush()
 			a.streams[i].close()
-			a.streams[i].meta.Newlines = c.newlines
 		}
 		s := a.spool
 		a.meta.Finished = s.now()
 		for _, st := range a.streams {
-			a.meta.Streams = append(a.meta.Streams, st.meta)
+			a.meta.Streams = append(a.meta.Streams, st.snapshot())
 		}
 		metaDisk := a.metaDisk
 		if a.dirErr == nil {
@@ -328,7 +326,7 @@ func (s *Spool) load(dir, handle string) (*Action, error) {
 		if !streamNamePattern.MatchString(m.Name) {
 			return nil, fmt.Errorf("spool meta names stream %q", m.Name)
 		}
-		st := &spoolStream{spool: s, meta: m}
+		st := &spoolStream{spool: s, name: m.Name, meta: m}
 		if fi, err := os.Stat(filepath.Join(dir, m.Name+spoolStreamFileSuffix)); err == nil {
 			st.disk.Store(s.blocks(fi.Size()))
 		}
@@ -367,8 +365,12 @@ func (s *Spool) reclaimFor(err error, n int64) bool {
 // spool lock, so an eviction that removes the action meanwhile does not
 // take the data from under the reader.
 type streamReader struct {
-	handle      string
-	st          *spoolStream
+	handle string
+	st     *spoolStream
+	// meta is the stream as it was when the reader looked; running is set
+	// when the action had not finished then.
+	meta        streamMeta
+	running     bool
 	interrupted bool
 	f           *os.File // nil when nothing was retained
 	release     func()   // gives the turn back
@@ -396,23 +398,36 @@ func (s *Spool) open(ctx context.Context, handle, stream string) (*streamReader,
 
 func (s *Spool) find(handle, stream string) (*streamReader, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	s.evictLocked()
 	a := s.actions[handle]
-	switch {
-	case a == nil:
+	if a == nil {
 		return nil, &HandleError{Handle: handle, Err: ErrUnknownHandle}
-	case a.running:
-		return nil, &HandleError{Handle: handle, Err: ErrActionRunning}
 	}
 	var names []string
 	for _, st := range a.streams {
-		if st.meta.Name != stream {
-			names = append(names, st.meta.Name)
+		if st.name != stream {
+			names = append(names, st.name)
 			continue
 		}
-		r := &streamReader{handle: handle, st: st, interrupted: a.meta.Interrupted}
-		if rs, _ := st.retained(); len(rs) > 0 {
+		r := &streamReader{handle: handle, st: st, running: a.running, interrupted: a.meta.Interrupted}
+		if r.running {
+			// Its writer may hold the stream's lock and wait for the
+			// spool's (to reclaim space): take the stream's without the
+			// spool's. A running action is never evicted.
+			s.mu.Unlock()
+			locked = false
+		}
+		// A running action's stream grows while it is read: the reader
+		// reads what had arrived when it looked (its meta), and readAt
+		// checks that the ring did not overwrite it since.
+		r.meta = st.snapshot()
+		if rs, _ := r.meta.retained(); len(rs) > 0 {
 			f, err := os.Open(filepath.Join(a.dir, stream+spoolStreamFileSuffix))
 			if err != nil {
 				return nil, fmt.Errorf("read spooled %s: %w", stream, err)
@@ -431,11 +446,24 @@ func (r *streamReader) Close() {
 	r.release()
 }
 
+// ErrOverwritten is returned when bytes of a running action's stream were
+// replaced in the ring of its last bytes while they were being read.
+var ErrOverwritten = errors.New("newer output replaced these bytes while they were read (only the last retain_tail_bytes of a stream are kept)")
+
 // readAt reads retained stream bytes [off, off+len(b)).
 func (r *streamReader) readAt(b []byte, off int64) error {
-	m := &r.st.meta
+	if r.running {
+		// The writer waits while the bytes are read, and they must still
+		// be in the ring.
+		r.st.mu.Lock()
+		defer r.st.mu.Unlock()
+		if m := &r.st.meta; off >= m.HeadCap && off < m.Total-m.TailCap {
+			return fmt.Errorf("offset %d of %s: %w", off, m.Name, ErrOverwritten)
+		}
+	}
+	m := &r.meta
 	for len(b) > 0 {
-		pos := r.st.fileOffset(off)
+		pos := m.fileOffset(off)
 		n := len(b)
 		if off >= m.HeadCap {
 			// Stop at the end of the ring; the rest wraps to its start.
@@ -458,6 +486,11 @@ func (r *streamReader) readAt(b []byte, off int64) error {
 // that it is read-only.
 type spoolStream struct {
 	spool *Spool
+	name  string // meta.Name, which never changes
+	// mu guards meta and the file's bytes while the action runs: the
+	// Capture's goroutine writes them, and readers of the running action
+	// read them.
+	mu sync.Mutex
 	// path is where the stream's file goes. It is created at the first
 	// byte: most streams of most actions are empty, and each file costs a
 	// create and a close (about 0.35 ms each on ext4 here).
@@ -496,10 +529,13 @@ func (st *spoolStream) fail(err error) {
 	}
 }
 
-func (st *spoolStream) write(p []byte) {
+func (st *spoolStream) write(p []byte, newlines int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	m := &st.meta
 	off := m.Total
 	m.Total += int64(len(p))
+	m.Newlines += newlines
 	if st.f == nil && st.path != "" {
 		f, err := os.OpenFile(st.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil && st.spool.reclaimFor(err, int64(len(p))) {
@@ -568,9 +604,22 @@ func (st *spoolStream) close() {
 
 func (st *spoolStream) diskBytes() int64 { return st.disk.Load() }
 
+// snapshot returns the stream's meta as it is now.
+func (st *spoolStream) snapshot() streamMeta {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.meta
+}
+
 // retained returns the ranges on disk and the spool error, if any.
 func (st *spoolStream) retained() ([]ByteRange, string) {
-	m := st.meta
+	m := st.snapshot()
+	return m.retained()
+}
+
+// retained returns the ranges of the stream on disk and the spool error,
+// if any.
+func (m *streamMeta) retained() ([]ByteRange, string) {
 	var rs []ByteRange
 	if m.HeadKept > 0 {
 		rs = append(rs, ByteRange{0, m.HeadKept})
@@ -587,8 +636,7 @@ func (st *spoolStream) retained() ([]ByteRange, string) {
 }
 
 // fileOffset maps a retained stream offset to its place in the file.
-func (st *spoolStream) fileOffset(off int64) int64 {
-	m := &st.meta
+func (m *streamMeta) fileOffset(off int64) int64 {
 	if off < m.HeadCap {
 		return off
 	}

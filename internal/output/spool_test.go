@@ -84,8 +84,6 @@ func TestSpoolHandleErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	done, _ := spoolOne(t, sp, nil, []byte("x"))
-	running := sp.Begin("ssh_exec", "web1")
-	running.Capture("stdout", nil, previews)
 	tests := []struct {
 		name, handle, stream string
 		want                 error
@@ -94,7 +92,6 @@ func TestSpoolHandleErrors(t *testing.T) {
 		{"empty", "", "stdout", ErrMalformedHandle},
 		{"huge", strings.Repeat("a", 1<<20), "stdout", ErrMalformedHandle},
 		{"unknown", handlePrefix + strings.Repeat("a", 26), "stdout", ErrUnknownHandle},
-		{"running", running.Handle(), "stdout", ErrActionRunning},
 		{"unknown stream", done.Handle(), "stderr", ErrUnknownStream},
 	}
 	for _, tt := range tests {
@@ -112,7 +109,6 @@ func TestSpoolHandleErrors(t *testing.T) {
 			}
 		})
 	}
-	running.Finish()
 }
 
 func TestSpoolTTL(t *testing.T) {
@@ -846,5 +842,47 @@ func TestSpoolSharedProcesses(t *testing.T) {
 	sp.Reclaim(0)
 	if p, err := readAll(t, sp, a.running); err != nil || p.Data != "running in a\nmore\n" {
 		t.Errorf("reading ended a's action here: got %+v, %v", p, err)
+	}
+}
+
+// A running action's streams are read as far as they arrived: running
+// set, no EOF, and a page of the ring that newer bytes replaced while it
+// was read is refused, never returned mixed.
+func TestSpoolReadRunning(t *testing.T) {
+	sp, err := OpenSpool(t.TempDir(), SpoolOptions{TTL: time.Hour, MaxBytes: 1 << 30, RetainHeadBytes: 4, RetainTailBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := sp.Begin("ssh_exec", "web1")
+	c := a.Capture("stdout", nil, previews)
+	c.Write([]byte("0123456789\n"))
+	p, err := sp.Read(t.Context(), a.Handle(), "stdout", 0, false, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Running || p.EOF || p.TotalBytes != 11 || p.Data != "0123456789\n" {
+		t.Errorf("page of a running stream: %+v; want running, not EOF, all 11 bytes", p)
+	}
+	if r, err := sp.Search(t.Context(), a.Handle(), "stdout", "5", 0, 0); err != nil || !r.Running || len(r.Matches) != 1 {
+		t.Errorf("search of a running stream: %+v, %v; want running and one match", r, err)
+	}
+
+	// A reader that looked at 11 bytes, then the ring moves on by 20.
+	rd, err := sp.open(t.Context(), a.Handle(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("abcdefghijklmnopqrst"))
+	if err := rd.readAt(make([]byte, 2), 5); !errors.Is(err, ErrOverwritten) {
+		t.Errorf("read of replaced ring bytes: %v; want ErrOverwritten", err)
+	}
+	if err := rd.readAt(make([]byte, 4), 0); err != nil {
+		t.Errorf("read of the head, which never moves: %v", err)
+	}
+	rd.Close()
+	a.Finish()
+	p, err = sp.Read(t.Context(), a.Handle(), "stdout", -4, false, 0, 0)
+	if err != nil || p.Running || !p.EOF || p.Data != "qrst" {
+		t.Errorf("page after Finish: %+v, %v; want the last 4 bytes, EOF", p, err)
 	}
 }
