@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -127,9 +128,14 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 	}, progress, in.WaitS)
 }
 
+// seconds turns an agent's seconds into a duration: 0 for none or less,
+// saturated rather than overflowed for a huge one.
 func seconds(s float64) time.Duration {
-	if s <= 0 {
+	switch {
+	case s <= 0:
 		return 0
+	case s >= float64(math.MaxInt64)/float64(time.Second):
+		return math.MaxInt64
 	}
 	return time.Duration(s * float64(time.Second))
 }

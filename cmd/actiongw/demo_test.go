@@ -136,7 +136,7 @@ func TestServeDemoSDKClient(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"health", "http_request", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
+	if want := []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
 		t.Errorf("tools/list: got %v; want %v", names, want)
 	}
 
@@ -250,7 +250,7 @@ func TestServeDemoInspector(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"health", "http_request", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
+	if want := []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
 		t.Errorf("tools/list: got %v; want %v", names, want)
 	}
 

@@ -48,6 +48,44 @@ func hostileAgent(t *testing.T) {
 	t.Run("a short secret fails its target, not the server", hostileShortSecret)
 	t.Run("a state directory others can write is refused", hostileOpenStateDir)
 	t.Run("a query credential is not sent on in a Referer", hostileReferer)
+	t.Run("background actions cannot take the server, nor show a secret", hostileBackground)
+}
+
+// hostileBackground: an agent that starts as many background actions as it
+// can is stopped at max_background_actions with a clear answer, the server
+// goes on answering, list_actions never shows a credential, and
+// cancel_action only takes handles.
+func hostileBackground(t *testing.T) {
+	s := startServedWith(t, servedOptions{server: "max_background_actions = 3"})
+	var handles []string
+	for range 3 {
+		handles = append(handles, s.startBackground(t, "box", "sleep 60"))
+	}
+	r := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "sleep 60", "wait_s": 0})
+	if text := resultText(r); !r.IsError || !strings.Contains(text, "max_background_actions") || !strings.Contains(text, "cancel_action") {
+		t.Errorf("a fourth background action: %s; want busy, naming max_background_actions and cancel_action", text)
+	}
+	s.promptly(t) // a foreground call still runs
+	// A command that carries the credential is listed redacted.
+	s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "true " + s.token})
+	list := s.call(t, "list_actions", map[string]any{})
+	if b, _ := json.Marshal(list); strings.Contains(string(b), s.token) || !strings.Contains(string(b), "[REDACTED:api-token]") {
+		t.Errorf("list_actions shows the credential or no marker: %s", b)
+	}
+	for _, h := range []string{"", "../../etc/passwd", strings.Repeat("x", 10000)} {
+		if r := s.call(t, "cancel_action", map[string]any{"handle": h}); !r.IsError || len(resultText(r)) > 1000 {
+			t.Errorf("cancel_action %.20q: %s; want a short error", h, resultText(r))
+		}
+	}
+	for _, h := range handles {
+		if out := decode[gateway.SSHExecOutput](t, s.call(t, "cancel_action", map[string]any{"handle": h})); out.Status != gateway.StatusCancelled {
+			t.Errorf("cancel_action %s: %+v", h, out)
+		}
+	}
+	// Slots are free again.
+	s.call(t, "cancel_action", map[string]any{"handle": s.startBackground(t, "box", "sleep 60")})
+	s.client.Close()
+	s.assertNoSecretIn(t, s.token)
 }
 
 // mirror is an HTTP API that reflects the request's credential in every
