@@ -107,8 +107,8 @@ func TestGatewaySecretLookedUpAgain(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	r := f.gw.SSHExec(ctx, SSHExecInput{Target: "nokey", Command: "echo hi"}, nil)
-	if !r.IsError || !strings.Contains(r.Text, "actiongw secret set missing-key") {
-		t.Fatalf("a target whose secret is missing: %s", r.Text)
+	if !r.IsError || !strings.Contains(r.Text, "actiongw secret set missing-key") || strings.Count(r.Text, `"nokey"`) != 1 {
+		t.Fatalf("a target whose secret is missing: %s; want the fix, and the target named once", r.Text)
 	}
 	// As `actiongw secret set` would, while the gateway runs.
 	f.store["missing-key"] = f.store["box-key"]

@@ -139,6 +139,7 @@ func (d *demoRun) run(ctx context.Context) error {
 		{"http_request: the server injects the API token", d.httpEcho},
 		{"ssh_exec: a slow command, cancelled mid-output", d.cancelSlow},
 		{"a second request after the cancel", d.secondRequest},
+		{"a long action: started in the background, followed, cancelled by handle", d.background},
 		{"health: transport metrics", d.health},
 	}
 	for _, s := range steps {
@@ -351,6 +352,62 @@ func (d *demoRun) secondRequest(ctx context.Context) error {
 		return fmt.Errorf("answered after %s; want under %s", millis(took), millis(promptBound))
 	}
 	d.printf("   $ echo still here  →  %q, answered in %s (the session was never stuck)\n", out.Stdout.Head, millis(took))
+	return nil
+}
+
+// backgroundLines is how many lines of the background command the demo
+// follows before it cancels it.
+const backgroundLines = 3
+
+func (d *demoRun) background(ctx context.Context) error {
+	pidFile := filepath.Join(d.tmp, "background.pid")
+	command := fmt.Sprintf("echo $$ > %s; i=0; while true; do i=$((i+1)); echo deploy step $i; sleep 0.2; done", pidFile)
+	d.printf("   $ %s   (wait_s 0)\n", command)
+	var out gateway.SSHExecOutput
+	if err := d.call(ctx, "ssh_exec", map[string]any{"target": demo.SSHTarget, "command": command, "wait_s": 0}, nil, &out); err != nil {
+		return err
+	}
+	if out.Status != gateway.StatusRunning {
+		return fmt.Errorf("got status %q; want running", out.Status)
+	}
+	d.printf("   returned at once: status %s, handle %s; the command goes on\n", out.Status, out.Handle)
+	pid, err := waitPIDFile(ctx, pidFile)
+	if err != nil {
+		return err
+	}
+	var offset int64
+	for seen := 0; seen < backgroundLines; {
+		var page output.Page
+		args := map[string]any{"handle": out.Handle, "stream": "stdout", "offset": offset, "wait_s": 10}
+		if err := d.call(ctx, "read_output", args, nil, &page); err != nil {
+			return err
+		}
+		if !page.Running {
+			return fmt.Errorf("read_output: the action is no longer running")
+		}
+		for _, line := range strings.SplitAfter(page.Data, "\n") {
+			if strings.HasSuffix(line, "\n") {
+				seen++
+				d.printf("   read_output (wait_s 10) → %q at offset %d\n", line, offset)
+			}
+			offset += int64(len(line))
+		}
+	}
+	res, err := d.client.CallTool(ctx, "cancel_action", map[string]any{"handle": out.Handle}, nil)
+	if err != nil {
+		return err
+	}
+	var final gateway.SSHExecOutput
+	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &final) != nil {
+		return fmt.Errorf("cancel_action: %s", toolText(res))
+	}
+	if final.Status != gateway.StatusCancelled || final.RemoteStopped == nil || !*final.RemoteStopped {
+		return fmt.Errorf("cancel_action: status %q, remote_stopped %v; want cancelled and true", final.Status, final.RemoteStopped)
+	}
+	if err := waitGone(ctx, pid); err != nil {
+		return err
+	}
+	d.printf("   cancel_action → status %s, remote_stopped true, %d lines in all; process group %d gone\n", final.Status, final.Stdout.Lines, pid)
 	return nil
 }
 
