@@ -62,14 +62,17 @@ func TestDemo(t *testing.T) {
 		"audit log outcome: status cancelled, remote_stopped true",
 		`$ echo still here  →  "still here\n", answered in `,
 		"cancels received 1, responses dropped ",
-		"demo passed: 9 steps in ",
+		"returned at once: status running, handle out_",
+		`read_output (wait_s 10) → "deploy step 3\n"`,
+		"cancel_action → status cancelled, remote_stopped true",
+		"demo passed: 10 steps in ",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the transcript lacks %q", want)
 		}
 	}
-	if strings.Count(stdout.String(), "   ok, ") != 9 {
-		t.Errorf("got %d steps ok; want 9", strings.Count(stdout.String(), "   ok, "))
+	if strings.Count(stdout.String(), "   ok, ") != 10 {
+		t.Errorf("got %d steps ok; want 10", strings.Count(stdout.String(), "   ok, "))
 	}
 	if stderr.Len() != 0 {
 		t.Errorf("got stderr %q; want none when the demo passes", stderr.String())
