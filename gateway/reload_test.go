@@ -62,7 +62,7 @@ deny_commands = ["^echo denied"]
 	if r := <-started; r.IsError || r.Structured.(*SSHExecOutput).Stdout.Head != "survived\n" {
 		t.Errorf("the action running during the reload: %s", r.Text)
 	}
-	if note := f.gw.TakeNote(1 << 20); note != "" {
+	if note := f.gw.TakeNote(roomOf(1 << 20)); note != "" {
 		t.Errorf("a reload that worked left a note: %q", note)
 	}
 
@@ -73,16 +73,16 @@ deny_commands = ["^echo denied"]
 	if r := run("late", "echo still"); r.IsError {
 		t.Errorf("after a failed reload the previous configuration should stay: %s", r.Text)
 	}
-	if note := f.gw.TakeNote(10); note != "" {
+	if note := f.gw.TakeNote(roomOf(10)); note != "" {
 		t.Errorf("a note that does not fit its room was given: %q", note)
 	}
-	note := f.gw.TakeNote(1 << 20)
+	note := f.gw.TakeNote(roomOf(1 << 20))
 	for _, want := range []string{"could not be loaded", "previous configuration is still in effect", "config.toml:3"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
 	}
-	if again := f.gw.TakeNote(1 << 20); again != "" {
+	if again := f.gw.TakeNote(roomOf(1 << 20)); again != "" {
 		t.Errorf("the note came twice: %q", again)
 	}
 
@@ -92,7 +92,7 @@ deny_commands = ["^echo denied"]
 	if err := f.gw.Reload(ctx, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	if note := f.gw.TakeNote(1 << 20); !strings.Contains(note, "[server]") || !strings.Contains(note, "restart") {
+	if note := f.gw.TakeNote(roomOf(1 << 20)); !strings.Contains(note, "[server]") || !strings.Contains(note, "restart") {
 		t.Errorf("note after a [server] change: %q", note)
 	}
 	if got, _ := f.gw.Config(); got.Server.ResultBytes != f.cfg.Server.ResultBytes {
@@ -259,3 +259,6 @@ func TestReloadDropsConnectionsOfChangedTargets(t *testing.T) {
 		t.Errorf("after the pin changed, the call ran or failed otherwise: %s", r.Text)
 	}
 }
+
+// roomOf is a TakeNote room of n bytes.
+func roomOf(n int) func() int { return func() int { return n } }

@@ -246,15 +246,16 @@ func (g *Gateway) setNote(note string) { g.note.Store(&note) }
 
 // TakeNote returns what the next tool result must tell about the
 // configuration (a reload that failed, or that needs a restart), once, if
-// its JSON-encoded form fits in room bytes; else "", keeping it for a
-// later result.
-func (g *Gateway) TakeNote(room int) string {
+// its JSON-encoded form fits in the room that room computes (bytes); else
+// "", keeping it for a later result. room is called only when there is a
+// note.
+func (g *Gateway) TakeNote(room func() int) string {
 	p := g.note.Load()
 	if p == nil {
 		return ""
 	}
 	note := g.redactString(*p)
-	if b, _ := json.Marshal(note); len(b) > room || !g.note.CompareAndSwap(p, nil) {
+	if b, _ := json.Marshal(note); len(b) > room() || !g.note.CompareAndSwap(p, nil) {
 		return ""
 	}
 	return note

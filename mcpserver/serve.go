@@ -130,11 +130,14 @@ func (env *toolEnv) withNote(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return res, err
 		}
-		b, merr := json.Marshal(r)
-		if merr != nil {
-			return res, err
+		room := func() int {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return 0
+			}
+			return env.cfg.Server.ResultBytes - len(b) - noteEnvelope
 		}
-		if note := env.gw.TakeNote(env.cfg.Server.ResultBytes - len(b) - noteEnvelope); note != "" {
+		if note := env.gw.TakeNote(room); note != "" {
 			text.Text = note + "\n\n" + text.Text
 		}
 		return res, err

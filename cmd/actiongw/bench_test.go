@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
 )
@@ -221,4 +223,58 @@ func BenchmarkServeMemory(b *testing.B) {
 		s.client.Close()
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkMCPActionStatus is action_status of a finished action through
+// MCP (target p50 <= 2 ms), beside health, the floor of an MCP round trip,
+// in the same run.
+func BenchmarkMCPActionStatus(b *testing.B) {
+	s := startServed(b, "signal")
+	r := s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "seq 1 1000"})
+	handle := decode[gateway.SSHExecOutput](b, r).Handle
+	var status, health latencies
+	for b.Loop() {
+		start := time.Now()
+		s.call(b, "action_status", map[string]any{"handle": handle, "wait_s": 0})
+		status = append(status, time.Since(start))
+		start = time.Now()
+		s.call(b, "health", map[string]any{})
+		health = append(health, time.Since(start))
+	}
+	status.report(b, "action_status-")
+	health.report(b, "health-")
+}
+
+// BenchmarkMCPFollow is the latency from a line printed remotely to a
+// waiting read_output returning it (target p50 <= 50 ms): the remote
+// command prints its clock every 100 ms, the agent follows with read_output
+// wait_s, and each line's latency is the agent's clock minus the one in it
+// (the same machine's clock).
+func BenchmarkMCPFollow(b *testing.B) {
+	s := startServed(b, "signal")
+	var l latencies
+	for b.Loop() {
+		const lines = 20
+		r := s.call(b, "ssh_exec", map[string]any{"target": "box", "wait_s": 0,
+			"command": fmt.Sprintf("for i in $(seq 1 %d); do sleep 0.1; date +%%s%%N; done", lines)})
+		handle := decode[gateway.SSHExecOutput](b, r).Handle
+		var offset int64
+		var partial string
+		for eof := false; !eof; {
+			p := decode[output.Page](b, s.call(b, "read_output", map[string]any{"handle": handle, "stream": "stdout", "offset": offset, "wait_s": 30}))
+			now := time.Now()
+			offset, eof = p.NextOffset, p.EOF
+			text := partial + p.Data
+			cut := strings.LastIndexByte(text, '\n') + 1
+			partial = text[cut:]
+			for _, line := range strings.Fields(text[:cut]) {
+				ns, err := strconv.ParseInt(line, 10, 64)
+				if err != nil {
+					b.Fatalf("line %q: %v", line, err)
+				}
+				l = append(l, now.Sub(time.Unix(0, ns)))
+			}
+		}
+	}
+	l.report(b, "")
 }
