@@ -433,7 +433,7 @@ func (g *Gateway) ListActions(_ context.Context, in ListActionsInput) *ToolResul
 		out.Actions = append(out.Actions, info)
 	}
 	for {
-		text := fmt.Sprintf("%s known (%d running), newest first.", plural(len(out.Actions)+out.Omitted, "action"), running)
+		text := fmt.Sprintf("%s known (%d running), newest first.", output.Plural(len(out.Actions)+out.Omitted, "action"), running)
 		if out.Omitted > 0 {
 			text += fmt.Sprintf(" The %d oldest are left out to fit the result.", out.Omitted)
 		}
@@ -447,12 +447,4 @@ func (g *Gateway) ListActions(_ context.Context, in ListActionsInput) *ToolResul
 		}
 		out.Actions, out.Omitted = out.Actions[:len(out.Actions)-1], out.Omitted+1
 	}
-}
-
-// plural says n of noun, in the plural unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -139,7 +139,7 @@ func describeHTTP(out *HTTPRequestOutput, method, path string) string {
 	if out.HTTPStatus != 0 {
 		fmt.Fprintf(&b, ", HTTP %d", out.HTTPStatus)
 	}
-	fmt.Fprintf(&b, " after %d ms and %d attempt(s).", out.DurationMS, out.Attempts)
+	fmt.Fprintf(&b, " after %d ms and %s.", out.DurationMS, output.Plural(out.Attempts, "attempt"))
 	if out.Reason != "" {
 		fmt.Fprintf(&b, " Reason: %s.", out.Reason)
 	}

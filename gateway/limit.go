@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/output"
 )
 
 // BusyError is returned when no slot for an action became free within
@@ -19,11 +21,11 @@ type BusyError struct {
 
 func (e *BusyError) Error() string {
 	if e.Scope == "background" {
-		return fmt.Sprintf("busy: %d action(s) already run in the background (max_background_actions); "+
-			"wait for one (action_status), stop one (cancel_action), or call with wait_s above 0", e.Limit)
+		return fmt.Sprintf("busy: %s already run in the background (max_background_actions); "+
+			"wait for one (action_status), stop one (cancel_action), or call with wait_s above 0", output.Plural(e.Limit, "action"))
 	}
-	return fmt.Sprintf("busy: %d action(s) already running (the %s limit for %q), none finished within %v; try again shortly",
-		e.Limit, e.Scope, e.Target, e.Waited.Round(time.Millisecond))
+	return fmt.Sprintf("busy: %s already running (the %s limit for %q), none finished within %v; try again shortly",
+		output.Plural(e.Limit, "action"), e.Scope, e.Target, e.Waited.Round(time.Millisecond))
 }
 
 // errQueueWait is the cause that ends a call's wait for slots after

@@ -121,7 +121,7 @@ func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn
 	if env.active != nil {
 		out.ActiveActions = env.active()
 	}
-	return textResult("actiongw %s is up (%d ms), %d actions running.", out.Version, out.UptimeMS, out.ActiveActions), out, nil
+	return textResult("actiongw %s is up (%d ms), %s running.", out.Version, out.UptimeMS, count(out.ActiveActions, "action")), out, nil
 }
 
 // publicURL drops userinfo and query from a base URL, so a credential

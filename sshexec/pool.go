@@ -126,7 +126,7 @@ type QueueError struct {
 }
 
 func (e *QueueError) Error() string {
-	return fmt.Sprintf("no session of target %q became free within %v (%d session(s) in use on %d connection(s))",
+	return fmt.Sprintf("no session of target %q became free within %v (sessions in use: %d; connections: %d)",
 		e.Target, e.Waited.Round(time.Millisecond), e.InUse, e.Connections)
 }
 

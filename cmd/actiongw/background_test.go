@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -94,6 +96,29 @@ max_connections = 4
 		// Asked again, the finished action answers at once, the same.
 		if again := decode[gateway.SSHExecOutput](t, s.call(t, "action_status", map[string]any{"handle": h, "wait_s": 0})); again.Stdout.SHA256 != out.Stdout.SHA256 {
 			t.Errorf("action_status again: %+v", again)
+		}
+	})
+
+	t.Run("action_status sends progress while it waits", func(t *testing.T) {
+		h := s.startBackground(t, "box", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick; sleep 0.15; done")
+		var mu sync.Mutex
+		var seen []float64
+		res, err := s.client.CallTool(context.Background(), "action_status", map[string]any{"handle": h, "wait_s": 60},
+			func(p mcp.ProgressNotificationParams) {
+				mu.Lock()
+				seen = append(seen, p.Progress)
+				mu.Unlock()
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := decode[gateway.SSHExecOutput](t, res); out.Status != gateway.StatusExited || out.Stdout.Lines != 10 {
+			t.Errorf("action_status: %s", resultText(res))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			t.Error("no progress notification while action_status waited a second and a half")
 		}
 	})
 

@@ -270,7 +270,7 @@ func TestBuildResultRandom(t *testing.T) {
 			if s.Truncated && s.Head != "" && !strings.HasSuffix(s.Head, "\n") && strings.Contains(s.Head, "\n") {
 				t.Fatalf("case %d: cut head %q ends inside a line", i, s.Head)
 			}
-			if !strings.Contains(text, fmt.Sprintf("%d bytes, %s", s.Bytes, plural(s.Lines, "line"))) && s.Bytes > 0 {
+			if !strings.Contains(text, fmt.Sprintf("%d bytes, %s", s.Bytes, Plural(s.Lines, "line"))) && s.Bytes > 0 {
 				t.Fatalf("case %d: text lacks the counts:\n%s", i, text)
 			}
 		}

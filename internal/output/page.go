@@ -117,7 +117,7 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 func lineOffset(ctx context.Context, rd *streamReader, n int64) (int64, error) {
 	m := rd.meta
 	retained, _ := rd.meta.retained()
-	pastEnd := &LineError{Line: n, Reason: fmt.Sprintf("past the end: %s has %s", m.Name, plural(streamLines(rd, retained), "line"))}
+	pastEnd := &LineError{Line: n, Reason: fmt.Sprintf("past the end: %s has %s", m.Name, Plural(streamLines(rd, retained), "line"))}
 	if rd.interrupted {
 		pastEnd.Reason = fmt.Sprintf("past the end of what was recovered of %s", m.Name)
 	} else if n > streamLines(rd, retained) {

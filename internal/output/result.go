@@ -201,7 +201,7 @@ func (v streamView) write(b *strings.Builder, name string) {
 		fmt.Fprintf(b, "--- %s: empty ---\n", name)
 		return
 	}
-	fmt.Fprintf(b, "--- %s: %d bytes, %s", name, s.Bytes, plural(s.Lines, "line"))
+	fmt.Fprintf(b, "--- %s: %d bytes, %s", name, s.Bytes, Plural(s.Lines, "line"))
 	switch {
 	case s.Binary:
 		b.WriteString("; binary, not shown as text (read_output returns it as base64) ---\n")
@@ -299,7 +299,8 @@ func lineSpan(first, last int64) string {
 	return fmt.Sprintf("lines %d-%d", first, last)
 }
 
-func plural(n int64, noun string) string {
+// Plural says n of noun, in the plural unless n is 1 ("1 line", "2 lines").
+func Plural[N int | int64](n N, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
@@ -425,7 +426,7 @@ func FitSearch(r *SearchResult, pattern string, resultBytes int) (string, error)
 
 func describeSearch(r *SearchResult, pattern string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "search_output on %s of %s for %s: %s", r.Stream, r.Handle, Clip(pattern, 200), plural(int64(len(r.Matches)), "matching line"))
+	fmt.Fprintf(&b, "search_output on %s of %s for %s: %s", r.Stream, r.Handle, Clip(pattern, 200), Plural(int64(len(r.Matches)), "matching line"))
 	if len(r.Missing) > 0 {
 		fmt.Fprintf(&b, " in the kept bytes; not searched (not kept on disk): %s", rangeWords(r.Missing, -1))
 	}

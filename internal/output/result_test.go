@@ -112,7 +112,7 @@ func TestBuildResultFits(t *testing.T) {
 				if s.Truncated && !strings.Contains(text, fmt.Sprintf(`read_output {"handle":%q,"stream":"stdout","offset":%d}`, o.Handle, len(s.Head))) {
 					t.Errorf("text does not say how to read on after the head:\n%s", text)
 				}
-				if !strings.Contains(text, fmt.Sprintf("stdout: %d bytes, %s", s.Bytes, plural(s.Lines, "line"))) {
+				if !strings.Contains(text, fmt.Sprintf("stdout: %d bytes, %s", s.Bytes, Plural(s.Lines, "line"))) {
 					t.Errorf("text does not give the stdout counts:\n%s", text)
 				}
 				// A budget that fits more must not show less.
