@@ -132,11 +132,16 @@ func (act *liveAction) writers() []io.Writer {
 	return w
 }
 
-// cut ends every stream of an action that stopped early.
-func (act *liveAction) cut() {
+// endStreams ends every stream: cut, for an action that stopped early
+// (held-back bytes that could begin a secret are replaced), else flushed.
+func (act *liveAction) endStreams(cut bool) {
 	for _, s := range act.streams {
 		s.mu.Lock()
-		s.c.Cut()
+		if cut {
+			s.c.Cut()
+		} else {
+			s.c.Flush()
+		}
 		s.mu.Unlock()
 	}
 }
@@ -417,8 +422,8 @@ func (g *Gateway) ListActions(_ context.Context, in ListActionsInput) *ToolResul
 	for _, act := range g.actions.list() {
 		act.mu.Lock()
 		info := ActionInfo{Handle: act.handle, Tool: act.intent.Tool, Target: act.intent.Target,
-			Command: g.redactString(output.Clip(act.intent.Command, listClip)), Method: act.intent.Method,
-			Path: g.redactString(output.Clip(act.intent.Path, listClip)), Status: act.status, Started: act.started.UTC(),
+			Command: output.Clip(g.redactString(act.intent.Command), listClip), Method: act.intent.Method,
+			Path: output.Clip(g.redactString(act.intent.Path), listClip), Status: act.status, Started: act.started.UTC(),
 			Background: act.background}
 		end := act.ended
 		act.mu.Unlock()

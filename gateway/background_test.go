@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,7 +48,8 @@ func TestActionStatusAndList(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	zero := 0.0
-	r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "sleep 0.5; echo " + apiToken, WaitS: &zero}, nil)
+	// It runs until it is cancelled: no wall time is assumed.
+	r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "echo " + apiToken + "; exec sleep 60", WaitS: &zero}, nil)
 	h := r.Structured.(*SSHExecOutput).Handle
 
 	list := f.gw.ListActions(ctx, ListActionsInput{Status: "running"})
@@ -59,10 +61,16 @@ func TestActionStatusAndList(t *testing.T) {
 		t.Errorf("list_actions shows the credential: %s", s)
 	}
 
-	wait := 60.0
-	final := f.gw.ActionStatus(ctx, ActionStatusInput{Handle: h, WaitS: &wait}, nil)
-	if out := final.Structured.(*SSHExecOutput); out.Status != StatusExited || out.Stdout.Head != "[REDACTED:api-token]\n" {
-		t.Errorf("action_status: %s", final.Text)
+	final := f.gw.CancelAction(ctx, CancelActionInput{Handle: h})
+	if out := final.Structured.(*SSHExecOutput); out.Status != StatusCancelled || out.Stdout.Head != "[REDACTED:api-token]\n" {
+		t.Errorf("cancel_action: %s", final.Text)
+	}
+	// Its slots were given back before the result was.
+	if n := f.gw.ActiveActions(); n != 0 {
+		t.Errorf("%d actions active right after cancel_action returned; want 0", n)
+	}
+	if again := f.gw.ActionStatus(ctx, ActionStatusInput{Handle: h, WaitS: &zero}, nil); again.Structured.(*SSHExecOutput).Stdout.SHA256 != final.Structured.(*SSHExecOutput).Stdout.SHA256 {
+		t.Errorf("action_status of the finished action: %s", again.Text)
 	}
 	if lo := f.gw.ListActions(ctx, ListActionsInput{Status: "running"}).Structured.(*ListActionsOutput); len(lo.Actions) != 0 {
 		t.Errorf("list_actions running after the end: %+v", lo)
@@ -122,5 +130,42 @@ func TestSecondsSaturate(t *testing.T) {
 		if got := seconds(s); got <= 0 || got < 1e6*time.Second {
 			t.Errorf("seconds(%g) = %v; want a huge positive duration", s, got)
 		}
+	}
+}
+
+// A negative wait_s is no wait: the action goes to the background.
+func TestNegativeWaitIsBackground(t *testing.T) {
+	f := newFixture(t)
+	neg := -5.0
+	r := f.gw.SSHExec(context.Background(), SSHExecInput{Target: "box", Command: "exec sleep 60", WaitS: &neg}, nil)
+	out, ok := r.Structured.(*SSHExecOutput)
+	if !ok || out.Status != StatusRunning {
+		t.Fatalf("wait_s -5: %s", r.Text)
+	}
+	f.gw.CancelAction(context.Background(), CancelActionInput{Handle: out.Handle})
+}
+
+// Snapshots taken while an action ends must not race with its last bytes:
+// output whose end could begin a secret is held back by the redactor and
+// released as the action finishes (run with -race).
+func TestSnapshotWhileFinishing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	zero := 0.0
+	for range 20 {
+		r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: "printf 'x\\n" + apiToken[:8] + "'", WaitS: &zero}, nil)
+		h := r.Structured.(*SSHExecOutput).Handle
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for {
+					r := f.gw.ActionStatus(ctx, ActionStatusInput{Handle: h, WaitS: &zero}, nil)
+					if r.Structured.(*SSHExecOutput).Status != StatusRunning {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 }

@@ -59,13 +59,14 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		return fail
 	}
 	he, ok := s.http[in.Endpoint]
+	if ok && he.err != nil {
+		// A reload may have changed or removed the endpoint meanwhile.
+		s = g.refreshed(ctx, s)
+		he, ok = s.http[in.Endpoint]
+	}
 	if !ok {
 		_, isSSH := s.ssh[in.Endpoint]
 		return g.failure("%s", unknownTarget("HTTP endpoint", in.Endpoint, names(s.http), isSSH, "ssh_exec", "target"))
-	}
-	if he.err != nil {
-		s = g.refreshed(ctx, s)
-		he = s.http[in.Endpoint]
 	}
 	method := strings.ToUpper(in.Method)
 	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body)}
@@ -128,7 +129,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			if out.Headers == nil {
 				out.Headers = map[string]string{}
 			}
-			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, in.Path), out.Status != StatusOK
+			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, g.redactString(in.Path)), out.Status != StatusOK
 		},
 	}, progress, in.WaitS)
 }

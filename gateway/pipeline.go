@@ -109,11 +109,8 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 		return g.failure("%v", err)
 	}
 	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
-	waitFor := c.server.Wait
-	if wait != nil {
-		waitFor = seconds(*wait)
-	}
-	if waitFor == 0 && !c.background.free() {
+	waitLimit := waitFor(wait, c.server.Wait)
+	if waitLimit == 0 && !c.background.free() {
 		return g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"})
 	}
 
@@ -125,14 +122,18 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 	byShutdown := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
 	g.wg.Add(1)
 	var releases []func()
-	// undo ends a call whose action did not start.
-	undo := func() {
+	// release gives back what the action held; undo ends a call whose
+	// action did not start.
+	release := func() {
 		for _, r := range slices.Backward(releases) {
 			r()
 		}
 		byCall()
 		byShutdown()
 		cancel(nil)
+	}
+	undo := func() {
+		release()
 		g.wg.Done()
 	}
 
@@ -179,13 +180,11 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 		act.addStream(out.Capture(name, red, lim))
 	}
 	go func() {
-		defer undo()
+		defer g.wg.Done()
 		g.active.Add(1)
-		defer g.active.Add(-1)
 		e := a.execute(dctx, act.writers())
-		if e.status.cutShort() {
-			act.cut()
-		}
+		// Ended under the streams' locks: a snapshot may be reading them.
+		act.endStreams(e.status.cutShort())
 		out.Finish()
 		if e.duration == 0 {
 			e.duration = time.Since(act.started)
@@ -212,9 +211,13 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 		if capped {
 			what += fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", a.asked.Seconds(), intent.Target, a.maxTimeout)
 		}
-		act.end(e.status, g.result(c, structured, isError, auditErr, what, out.Handle(), named...), &g.actions)
+		r := g.result(c, structured, isError, auditErr, what, out.Handle(), named...)
+		// Its slots are free before anyone learns it ended.
+		release()
+		g.active.Add(-1)
+		act.end(e.status, r, &g.actions)
 	}()
-	return g.await(ctx, act, called.Add(waitFor), progress, byCall)
+	return g.await(ctx, act, called.Add(waitLimit), progress, byCall)
 }
 
 // notStarted audits and answers a call that queued and did not start:

@@ -16,7 +16,7 @@ type (
 
 // ReadOutputInput is the input of the read_output tool.
 type ReadOutputInput struct {
-	Handle string  `json:"handle" jsonschema:"handle of a finished action, from its result"`
+	Handle string  `json:"handle" jsonschema:"handle of an action, from its result or list_actions"`
 	Stream string  `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
 	Offset int64   `json:"offset,omitempty" jsonschema:"byte offset in the whole stream; negative counts back from the end; not with line"`
 	From   string  `json:"from,omitempty" jsonschema:"start (default) or end: with end, offset counts back from the end of the stream; not with line"`
@@ -62,33 +62,9 @@ func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResul
 		}
 		return s.core.spool.Read(ctx, in.Handle, in.Stream, in.Offset, fromEnd, in.Limit, resultBytes)
 	}
-	timer := time.NewTimer(min(seconds(in.WaitS), maxWait))
-	defer timer.Stop()
-	var p *Page
-	for {
-		// Taken before the read, so that bytes arriving between the read
-		// and the wait are not missed.
-		var changed, done <-chan struct{}
-		act := g.actions.get(in.Handle)
-		if act != nil {
-			changed, done = act.changed.wait(), act.done
-		}
-		var err error
-		if p, err = read(); err != nil {
-			return g.failure("%v", err)
-		}
-		if in.WaitS <= 0 || act == nil || !p.Running || p.Data != "" || len(p.Missing) > 0 {
-			break
-		}
-		select {
-		case <-changed:
-			continue
-		case <-done:
-			continue // read once more: the end
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		break
+	p, err := g.readWaiting(ctx, in.Handle, min(seconds(in.WaitS), maxWait), read)
+	if err != nil {
+		return g.failure("%v", err)
 	}
 	text, err := output.FitPage(p, resultBytes)
 	if err != nil {
@@ -99,7 +75,7 @@ func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResul
 
 // SearchOutputInput is the input of the search_output tool.
 type SearchOutputInput struct {
-	Handle     string `json:"handle" jsonschema:"handle of a finished action, from its result"`
+	Handle     string `json:"handle" jsonschema:"handle of an action, from its result or list_actions"`
 	Stream     string `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
 	Pattern    string `json:"pattern" jsonschema:"RE2 regular expression, matched line by line"`
 	MaxMatches int    `json:"max_matches,omitempty" jsonschema:"most matches to return (default 20, at most 200)"`
@@ -124,4 +100,52 @@ func (g *Gateway) SearchOutput(ctx context.Context, in SearchOutputInput) *ToolR
 		return g.failure("%v", err)
 	}
 	return &ToolResult{Structured: r, Text: text}
+}
+
+// rereadEvery paces the reads of a waiting read_output whose wake-up
+// brought nothing at its offset: bytes arrive in many small writes, and
+// bytes elsewhere (another stream, or held back by the redactor) wake it
+// too.
+const rereadEvery = 20 * time.Millisecond
+
+// readWaiting reads a page; when it is an empty page of a running action,
+// it waits up to wait for bytes or the action's end and reads again.
+func (g *Gateway) readWaiting(ctx context.Context, handle string, wait time.Duration, read func() (*Page, error)) (*Page, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var pace time.Time // no read again before this
+	for woke := false; ; woke = true {
+		// Taken before the read, so that bytes arriving between the read
+		// and the wait are not missed.
+		var changed, done <-chan struct{}
+		act := g.actions.get(handle)
+		if act != nil {
+			changed, done = act.changed.wait(), act.done
+		}
+		p, err := read()
+		if err != nil || wait <= 0 || act == nil || !p.Running || p.Data != "" || len(p.Missing) > 0 {
+			return p, err
+		}
+		if woke {
+			pace = time.Now().Add(rereadEvery)
+		}
+		select {
+		case <-changed:
+		case <-done:
+		case <-timer.C:
+			return p, nil
+		case <-ctx.Done():
+			return p, nil
+		}
+		if d := time.Until(pace); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-done:
+			case <-timer.C:
+				return p, nil
+			case <-ctx.Done():
+				return p, nil
+			}
+		}
+	}
 }

@@ -40,7 +40,8 @@ func TestGatewayReload(t *testing.T) {
 	go func() { started <- run("box", "sleep 1; echo survived") }()
 	testenv.WaitFor(t, 30*time.Second, "the sleep to start", func() bool { return f.gw.ActiveActions() == 1 })
 
-	// A new target, and a rule on an old one, take effect at once.
+	// A new target, and a rule on the running one's target, take effect
+	// at once for new calls; the running one keeps its configuration.
 	cfg := f.reparse(t, `
 [ssh.late]
 host = "`+f.cfg.SSH["box"].Host+`"
@@ -50,8 +51,12 @@ key_secret = "box-key"
 host_key = "`+f.cfg.SSH["box"].HostKey+`"
 deny_commands = ["^echo denied"]
 `)
+	cfg.SSH["box"].DenyCommands = append(cfg.SSH["box"].DenyCommands, "^sleep")
 	if err := f.gw.Reload(ctx, cfg, nil); err != nil {
 		t.Fatalf("Reload: %v", err)
+	}
+	if r := run("box", "sleep 0"); !r.IsError || !strings.Contains(r.Text, "denied") {
+		t.Errorf("a rule added to box by the reload: %s", r.Text)
 	}
 	if r := run("late", "echo added"); r.IsError {
 		t.Errorf("a target added by the reload: %s", r.Text)
@@ -62,7 +67,7 @@ deny_commands = ["^echo denied"]
 	if r := <-started; r.IsError || r.Structured.(*SSHExecOutput).Stdout.Head != "survived\n" {
 		t.Errorf("the action running during the reload: %s", r.Text)
 	}
-	if note := f.gw.TakeNote(roomOf(1 << 20)); note != "" {
+	if note := f.gw.TakeNote(sizeOf(0)); note != "" {
 		t.Errorf("a reload that worked left a note: %q", note)
 	}
 
@@ -73,16 +78,16 @@ deny_commands = ["^echo denied"]
 	if r := run("late", "echo still"); r.IsError {
 		t.Errorf("after a failed reload the previous configuration should stay: %s", r.Text)
 	}
-	if note := f.gw.TakeNote(roomOf(10)); note != "" {
+	if note := f.gw.TakeNote(sizeOf(1 << 30)); note != "" {
 		t.Errorf("a note that does not fit its room was given: %q", note)
 	}
-	note := f.gw.TakeNote(roomOf(1 << 20))
+	note := f.gw.TakeNote(sizeOf(0))
 	for _, want := range []string{"could not be loaded", "previous configuration is still in effect", "config.toml:3"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
 	}
-	if again := f.gw.TakeNote(roomOf(1 << 20)); again != "" {
+	if again := f.gw.TakeNote(sizeOf(0)); again != "" {
 		t.Errorf("the note came twice: %q", again)
 	}
 
@@ -92,7 +97,7 @@ deny_commands = ["^echo denied"]
 	if err := f.gw.Reload(ctx, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	if note := f.gw.TakeNote(roomOf(1 << 20)); !strings.Contains(note, "[server]") || !strings.Contains(note, "restart") {
+	if note := f.gw.TakeNote(sizeOf(0)); !strings.Contains(note, "[server]") || !strings.Contains(note, "restart") {
 		t.Errorf("note after a [server] change: %q", note)
 	}
 	if got, _ := f.gw.Config(); got.Server.ResultBytes != f.cfg.Server.ResultBytes {
@@ -260,5 +265,25 @@ func TestReloadDropsConnectionsOfChangedTargets(t *testing.T) {
 	}
 }
 
-// roomOf is a TakeNote room of n bytes.
-func roomOf(n int) func() int { return func() int { return n } }
+// sizeOf is a TakeNote size of a result of n bytes.
+func sizeOf(n int) func() int { return func() int { return n } }
+
+// A reload that removes a target while a call looks up its missing secret
+// again leaves the call without the target: the state it gets says so.
+func TestRefreshedAfterTargetRemoved(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	old := *f.gw.state()
+	old.loaded = time.Time{} // its secrets are due a lookup
+	cfg := f.reparse(t, "")
+	delete(cfg.SSH, "nokey")
+	if err := f.gw.Reload(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.gw.refreshed(ctx, &old).ssh["nokey"]; ok {
+		t.Error("the refreshed state still has the removed target")
+	}
+	if r := f.gw.SSHExec(ctx, SSHExecInput{Target: "nokey", Command: "true"}, nil); !strings.Contains(r.Text, "unknown SSH target") {
+		t.Errorf("a call to the removed target: %s", r.Text)
+	}
+}

@@ -59,13 +59,14 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 		return fail
 	}
 	st, ok := s.ssh[in.Target]
+	if ok && st.err != nil {
+		// A reload may have changed or removed the target meanwhile.
+		s = g.refreshed(ctx, s)
+		st, ok = s.ssh[in.Target]
+	}
 	if !ok {
 		_, isHTTP := s.http[in.Target]
 		return g.failure("%s", unknownTarget("SSH target", in.Target, names(s.ssh), isHTTP, "http_request", "endpoint"))
-	}
-	if st.err != nil {
-		s = g.refreshed(ctx, s)
-		st = s.ssh[in.Target]
 	}
 	var lease *sshexec.Lease
 	return g.run(ctx, s, &action{
@@ -123,7 +124,7 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 				DurationMS: e.duration.Milliseconds(), Stdout: s[0], Stderr: s[1], RemoteStopped: e.remoteStopped, Reason: e.reason}
 			isError := out.Status != StatusExited || out.ExitCode == nil || *out.ExitCode != 0
 			return out, []output.NamedStream{{Name: "stdout", Summary: &out.Stdout}, {Name: "stderr", Summary: &out.Stderr}},
-				describeSSH(out, in.Command), isError
+				describeSSH(out, g.redactString(in.Command)), isError
 		},
 	}, progress, in.WaitS)
 }

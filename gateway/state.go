@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -75,8 +76,8 @@ func (g *Gateway) state() *state { return g.cur.Load() }
 // effect at the next start; the next result says so too.
 func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, loadErr error) error {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	note, err := g.loadLocked(ctx, cfg, loadErr)
-	g.mu.Unlock()
 	switch {
 	case err != nil && g.state().broken != nil:
 		g.log.Error("the configuration could not be loaded; every action is refused until it is fixed", "error", err)
@@ -203,6 +204,10 @@ func (g *Gateway) refreshed(ctx context.Context, s *state) *state {
 	}
 	if _, err := g.loadLocked(ctx, s.cfg, nil); err != nil {
 		g.log.Warn("the secrets could not be read again", "error", err)
+		// Not again before secretRetry: the same state, looked up now.
+		again := *s
+		again.loaded = time.Now()
+		g.cur.Store(&again)
 	}
 	return g.state()
 }
@@ -236,7 +241,7 @@ func (e *BrokenError) Unwrap() error { return e.Err }
 func (g *Gateway) Config() (*config.Config, error) {
 	s := g.state()
 	if s.broken != nil {
-		return nil, &BrokenError{s.broken}
+		return nil, &BrokenError{errors.New(g.redactString(s.broken.Error()))}
 	}
 	return s.cfg, nil
 }
@@ -246,16 +251,20 @@ func (g *Gateway) setNote(note string) { g.note.Store(&note) }
 
 // TakeNote returns what the next tool result must tell about the
 // configuration (a reload that failed, or that needs a restart), once, if
-// its JSON-encoded form fits in the room that room computes (bytes); else
-// "", keeping it for a later result. room is called only when there is a
-// note.
-func (g *Gateway) TakeNote(room func() int) string {
+// the result (size gives its encoded size, called only when there is a
+// note) still fits result_bytes with the note; else "", keeping it for a
+// later result.
+func (g *Gateway) TakeNote(size func() int) string {
 	p := g.note.Load()
 	if p == nil {
 		return ""
 	}
+	resultBytes := config.Default().Server.ResultBytes
+	if c := g.state().core; c != nil {
+		resultBytes = c.server.ResultBytes
+	}
 	note := g.redactString(*p)
-	if b, _ := json.Marshal(note); len(b) > room() || !g.note.CompareAndSwap(p, nil) {
+	if b, _ := json.Marshal(note); len(b)+size() > resultBytes || !g.note.CompareAndSwap(p, nil) {
 		return ""
 	}
 	return note

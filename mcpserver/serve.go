@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,14 +131,14 @@ func (env *toolEnv) withNote(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return res, err
 		}
-		room := func() int {
+		size := func() int {
 			b, err := json.Marshal(r)
 			if err != nil {
-				return 0
+				return math.MaxInt32 // no room
 			}
-			return env.cfg.Server.ResultBytes - len(b) - noteEnvelope
+			return len(b) + noteEnvelope
 		}
-		if note := env.gw.TakeNote(room); note != "" {
+		if note := env.gw.TakeNote(size); note != "" {
 			text.Text = note + "\n\n" + text.Text
 		}
 		return res, err

@@ -17,35 +17,54 @@ import (
 // new file over the old) on every platform, for one stat a second.
 const configPoll = time.Second
 
-// watchConfig reloads gw's configuration from path on SIGHUP, and when the
+// configSource is the config file serve reads, watched from before its
+// first load.
+type configSource struct {
+	path   string
+	hup    chan os.Signal
+	loaded fileState // what the config in effect was read from
+}
+
+// watchFrom starts taking SIGHUP for path (so that one arriving before the
+// watch runs is kept, not fatal) and notes the file as it is before the
+// first load.
+func watchFrom(path string) *configSource {
+	src := &configSource{path: path, hup: make(chan os.Signal, 1)}
+	signal.Notify(src.hup, syscall.SIGHUP)
+	src.loaded = stat(path)
+	return src
+}
+
+// stop stops taking SIGHUP.
+func (src *configSource) stop() { signal.Stop(src.hup) }
+
+// watchConfig reloads gw's configuration from src on SIGHUP, and when the
 // file has changed and then stayed the same for one poll (so that a file
 // still being written is not read half-way). It runs until stop is
 // called, which waits for it.
-func (c *cli) watchConfig(ctx context.Context, path string, gw *gateway.Gateway, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+func (c *cli) watchConfig(ctx context.Context, src *configSource, gw *gateway.Gateway, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		reload := func(why string) {
-			log.Info("reloading the configuration", "path", path, "why", why)
-			cfg, err := c.loadConfig(path)
+			log.Info("reloading the configuration", "path", src.path, "why", why)
+			cfg, err := c.loadConfig(src.path)
 			gw.Reload(ctx, cfg, err)
 		}
-		loaded := stat(path) // what the config in effect was read from
-		seen := loaded
+		loaded := src.loaded
+		seen := stat(src.path)
 		tick := time.NewTicker(configPoll)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-hup:
-				loaded = stat(path)
+			case <-src.hup:
+				loaded = stat(src.path)
 				seen = loaded
 				reload("SIGHUP")
 			case <-tick.C:
-				now := stat(path)
+				now := stat(src.path)
 				if now == seen && now != loaded {
 					loaded = now
 					reload("the file changed")
@@ -55,7 +74,6 @@ func (c *cli) watchConfig(ctx context.Context, path string, gw *gateway.Gateway,
 		}
 	})
 	return func() {
-		signal.Stop(hup)
 		cancel()
 		wg.Wait()
 	}

@@ -63,6 +63,10 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 		if path == "" {
 			path = config.DefaultPath(c.getenv)
 		}
+		// Watched from before the first load: an edit or a SIGHUP in
+		// between is not lost.
+		src := watchFrom(path)
+		defer src.stop()
 		// A config that does not load does not stop the server: a client
 		// would show only "connection closed". Every tool answers with the
 		// reason instead, until the file is fixed.
@@ -72,7 +76,7 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 			level = cfg.Server.LogLevel
 		}
 		logger := newLogger(c.stderr, level)
-		return c.serveMCP(ctx, cfg, err, path, c.keyring(), logger)
+		return c.serveMCP(ctx, cfg, err, src, c.keyring(), logger)
 	}
 	logger := newLogger(c.stderr, "info")
 	sb, err := demo.Start(ctx, logger)
@@ -80,13 +84,13 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer func() { err = errors.Join(err, sb.Close()) }()
-	return c.serveMCP(ctx, sb.Config, nil, "", sb.Secrets, logger)
+	return c.serveMCP(ctx, sb.Config, nil, nil, sb.Secrets, logger)
 }
 
 // serveMCP serves one MCP session on stdin/stdout with a gateway over cfg
-// (or, when cfgErr is set, over none yet) and store. With a configPath,
+// (or, when cfgErr is set, over none yet) and store. With a config source,
 // the config is loaded again on SIGHUP and when the file changes.
-func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, cfgErr error, configPath string, store gateway.SecretStore, logger *slog.Logger) error {
+func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, cfgErr error, src *configSource, store gateway.SecretStore, logger *slog.Logger) error {
 	// From here on fd 1 is stderr: a stray print cannot corrupt the stream.
 	out, err := mcpserver.TakeStdout()
 	if err != nil {
@@ -104,8 +108,8 @@ func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, cfgErr error, co
 	stop := context.AfterFunc(ctx, func() { gw.Shutdown(context.Cause(ctx)) })
 	defer stop()
 	stopWatch := func() {}
-	if configPath != "" {
-		stopWatch = c.watchConfig(ctx, configPath, gw, logger)
+	if src != nil {
+		stopWatch = c.watchConfig(ctx, src, gw, logger)
 	}
 	wire := cfg
 	if cfg == nil {

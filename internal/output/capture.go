@@ -125,6 +125,11 @@ func (c *Capture) Cut() {
 	c.hash.finish()
 }
 
+// Flush ends the stream: it releases the bytes the redactor held back.
+// Action.Finish does it too; a caller that reads Snapshot from another
+// goroutine flushes first, under the lock it reads with.
+func (c *Capture) Flush() { c.flush() }
+
 // flush ends the stream: it releases the bytes the redactor held back.
 func (c *Capture) flush() {
 	if c.flushed {
@@ -176,7 +181,7 @@ func (c *Capture) keep(p []byte) {
 // previews together is shown whole, split at a line between them.
 func (c *Capture) Summary() Stream {
 	c.flush()
-	s := c.Snapshot()
+	s := c.summary(true)
 	s.SHA256 = hex.EncodeToString(c.hash.h.Sum(nil))
 	return s
 }
@@ -186,7 +191,12 @@ func (c *Capture) Summary() Stream {
 // action has produced. Bytes the redactor still holds back, because they
 // could begin a secret, are not in it yet. It must not run at the same
 // time as Write.
-func (c *Capture) Snapshot() Stream {
+func (c *Capture) Snapshot() Stream { return c.summary(false) }
+
+// summary builds the STREAM object, less the SHA256. Before the end
+// (final false), a character whose last bytes have not arrived yet is left
+// out of the previews rather than making the stream look binary.
+func (c *Capture) summary(final bool) Stream {
 	s := Stream{Bytes: c.bytes, Lines: c.newlines}
 	if c.bytes > 0 && c.last != '\n' {
 		s.Lines++
@@ -199,6 +209,9 @@ func (c *Capture) Snapshot() Stream {
 	if c.bytes <= int64(headMax+tailMax) {
 		// The whole stream is in memory: split it at a line.
 		full := append(c.head[:len(c.head):len(c.head)], rest...)
+		if !final {
+			full = trimToRuneEnd(full)
+		}
 		if !isText(full) {
 			s.Binary = true
 		} else if len(full) <= headMax {
@@ -216,6 +229,9 @@ func (c *Capture) Snapshot() Stream {
 		var window []byte
 		if len(rest) > 0 {
 			window = trimToRuneStart(rest[1:])
+		}
+		if !final {
+			window = trimToRuneEnd(window)
 		}
 		if !isText(head) || !isText(window) {
 			s.Binary = true

@@ -326,7 +326,9 @@ func readPage(rd *streamReader, start int64, limit, maxBytes int) (*Page, error)
 	switch {
 	case end < r.End:
 		t, _ = lineEnd(t)
-	case gapAfter:
+	case gapAfter, rd.running && end == total:
+		// Also the live edge of a running stream: a character whose last
+		// bytes have not arrived yet is left for the next page.
 		t = trimToRuneEnd(t)
 	}
 	if len(t) == 0 && end < r.End {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -429,6 +430,10 @@ func (s *Spool) find(handle, stream string) (*streamReader, error) {
 		r.meta = st.snapshot()
 		if rs, _ := r.meta.retained(); len(rs) > 0 {
 			f, err := os.Open(filepath.Join(a.dir, stream+spoolStreamFileSuffix))
+			if errors.Is(err, fs.ErrNotExist) && r.running {
+				// It finished and was evicted since the spool's lock was let go.
+				return nil, &HandleError{Handle: handle, Err: ErrUnknownHandle}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("read spooled %s: %w", stream, err)
 			}
@@ -594,6 +599,8 @@ func (st *spoolStream) writeAt(p []byte, off int64) error {
 }
 
 func (st *spoolStream) close() {
+	st.mu.Lock() // a reader of the running action may look at meta
+	defer st.mu.Unlock()
 	if st.f != nil {
 		if err := st.f.Close(); err != nil {
 			st.fail(fmt.Errorf("spool %s: %w", st.meta.Name, err))

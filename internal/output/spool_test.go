@@ -886,3 +886,31 @@ func TestSpoolReadRunning(t *testing.T) {
 		t.Errorf("page after Finish: %+v, %v; want the last 4 bytes, EOF", p, err)
 	}
 }
+
+// The live edge of a running stream may end inside a character: the page
+// and the snapshot leave it out instead of calling the stream binary.
+func TestSpoolRunningSplitCharacter(t *testing.T) {
+	sp, err := OpenSpool(t.TempDir(), testSpoolOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := sp.Begin("ssh_exec", "web1")
+	c := a.Capture("stdout", nil, previews)
+	euro := []byte("€") // 3 bytes
+	c.Write(append([]byte("price: "), euro[:2]...))
+	p, err := sp.Read(t.Context(), a.Handle(), "stdout", 0, false, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Encoding != "" || p.Data != "price: " || p.NextOffset != 7 {
+		t.Errorf("page at a split character: %+v; want the text before it, next at 7", p)
+	}
+	if s := c.Snapshot(); s.Binary || s.Head != "price: " {
+		t.Errorf("snapshot at a split character: %+v; want text without the partial character", s)
+	}
+	c.Write(euro[2:])
+	if p, _ = sp.Read(t.Context(), a.Handle(), "stdout", 7, false, 0, 0); p.Data != "€" {
+		t.Errorf("page after the character completed: %+v", p)
+	}
+	a.Finish()
+}
