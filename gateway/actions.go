@@ -146,24 +146,19 @@ func (act *liveAction) endStreams(cut bool) {
 	}
 }
 
-// summaries ends the streams and returns their STREAM objects.
-func (act *liveAction) summaries() []output.Stream {
-	out := make([]output.Stream, len(act.streams))
-	for i, s := range act.streams {
-		s.mu.Lock()
-		out[i] = s.c.Summary()
-		s.mu.Unlock()
-	}
-	return out
-}
+// summaries returns the STREAM objects of the ended streams.
+func (act *liveAction) summaries() []output.Stream { return act.each((*output.Capture).Summary) }
 
 // snapshots returns the STREAM objects of a running action: what arrived
 // so far.
-func (act *liveAction) snapshots() []output.Stream {
+func (act *liveAction) snapshots() []output.Stream { return act.each((*output.Capture).Snapshot) }
+
+// each returns f of every stream's capture, under the stream's lock.
+func (act *liveAction) each(f func(*output.Capture) output.Stream) []output.Stream {
 	out := make([]output.Stream, len(act.streams))
 	for i, s := range act.streams {
 		s.mu.Lock()
-		out[i] = s.c.Snapshot()
+		out[i] = f(s.c)
 		s.mu.Unlock()
 	}
 	return out
