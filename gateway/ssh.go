@@ -5,22 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
+	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/sshexec"
 )
 
 // SSHExecInput is the input of the ssh_exec tool.
 type SSHExecInput struct {
-	Target   string   `json:"target" jsonschema:"name of an SSH target, as list_targets gives it"`
-	Command  string   `json:"command" jsonschema:"shell command to run on the target"`
-	Stdin    string   `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then end of file"`
-	TimeoutS float64  `json:"timeout_s,omitempty" jsonschema:"seconds after which the command is stopped; capped by the target's maximum"`
-	WaitS    *float64 `json:"wait_s,omitempty" jsonschema:"seconds this call waits for the command to end (default: the server's wait, 50 s); still running then, it is returned as running with its handle and goes on in the background; 0 starts it in the background"`
+	Target   string            `json:"target" jsonschema:"name of an SSH target, as list_targets gives it"`
+	Command  string            `json:"command" jsonschema:"shell command to run on the target"`
+	Stdin    string            `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then end of file"`
+	TimeoutS float64           `json:"timeout_s,omitempty" jsonschema:"seconds after which the command is stopped; capped by the target's maximum"`
+	Cwd      string            `json:"cwd,omitempty" jsonschema:"directory to run the command in (default: the target's, else the login directory)"`
+	Env      map[string]string `json:"env,omitempty" jsonschema:"environment variables for the command; only the names the target's allow_env lists"`
+	WaitS    *float64          `json:"wait_s,omitempty" jsonschema:"seconds this call waits for the command to end (default: the server's wait, 50 s); still running then, it is returned as running with its handle and goes on in the background; 0 starts it in the background"`
 }
 
 // SSHExecOutput is the structured result of ssh_exec.
@@ -69,9 +76,11 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 		return g.failure("%s", unknownTarget("SSH target", in.Target, names(s.ssh), isHTTP, "http_request", "endpoint"))
 	}
 	var lease *sshexec.Lease
+	var dir string
+	var env map[string]string
 	return g.run(ctx, s, &action{
 		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
-		check: func(*audit.Record) error {
+		check: func(intent *audit.Record) error {
 			// Sizes and bytes first: one call must not flood the audit
 			// log, nor reach the connection with what makes sshd drop it.
 			if len(in.Command) > st.maxCommand {
@@ -91,6 +100,11 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 				return &unusableError{"max_stdin_bytes", "stdin too large",
 					fmt.Errorf("stdin is %d bytes; target %q accepts at most %d (max_stdin_bytes)", len(in.Stdin), in.Target, st.maxStdin)}
 			}
+			var err error
+			if dir, env, err = st.environment(in.Target, in.Cwd, in.Env); err != nil {
+				return err
+			}
+			intent.Cwd, intent.Env = dir, envLines(env)
 			return nil
 		},
 		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
@@ -104,7 +118,7 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 		},
 		streams: []string{"stdout", "stderr"},
 		execute: func(ctx context.Context, w []io.Writer) *ended {
-			req := sshexec.Request{Command: in.Command, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1]}
+			req := sshexec.Request{Command: in.Command, Dir: dir, Env: env, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1]}
 			if in.Stdin != "" {
 				req.Stdin = []byte(in.Stdin)
 			}
@@ -161,6 +175,55 @@ func describeSSH(out *SSHExecOutput, command string) string {
 		} else {
 			b.WriteString(" The remote command could NOT be verified stopped.")
 		}
+	}
+	return b.String()
+}
+
+// environment returns the directory and the variables a call's command
+// runs with: the call's cwd, else the target's; the target's env with the
+// call's on top. The call may set only the names allow_env allows (a
+// denial); sizes and bytes are bounded as in the config.
+func (st *sshTarget) environment(target, cwd string, callEnv map[string]string) (string, map[string]string, error) {
+	if len(cwd) > config.MaxCwdBytes || strings.IndexByte(cwd, 0) >= 0 {
+		return "", nil, &unusableError{"cwd", "cwd too long or with a NUL byte",
+			fmt.Errorf("cwd must be at most %d bytes, with no NUL byte", config.MaxCwdBytes)}
+	}
+	if cwd == "" {
+		cwd = st.cwd
+	}
+	if len(callEnv) == 0 {
+		return cwd, st.env, nil
+	}
+	env := maps.Clone(st.env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(callEnv)) {
+		v := callEnv[name]
+		switch {
+		case !sshexec.EnvName.MatchString(name) || strings.HasPrefix(name, "ACTIONGW_"):
+			return "", nil, &unusableError{"env", "bad variable name",
+				fmt.Errorf("env: %q is not a variable name that can be set (letters, digits and _, not starting with a digit or ACTIONGW_)", output.Clip(name, 64))}
+		case !slices.ContainsFunc(st.allowEnv, func(p string) bool { ok, _ := path.Match(p, name); return ok }):
+			return "", nil, &policy.DeniedError{Target: target, Rule: "allow_env",
+				Reason: fmt.Sprintf("env %s is not among the variables a call may set (allow_env %q): a variable can change what a command does", output.Clip(name, 64), st.allowEnv)}
+		case len(v) > config.MaxEnvValueBytes || strings.IndexByte(v, 0) >= 0:
+			return "", nil, &unusableError{"env", "env value too long or with a NUL byte",
+				fmt.Errorf("env %s: the value must be at most %d bytes, with no NUL byte", name, config.MaxEnvValueBytes)}
+		}
+		env[name] = v
+	}
+	if len(env) > config.MaxEnv {
+		return "", nil, &unusableError{"env", "too many variables", fmt.Errorf("env: at most %d variables, with the target's, got %d", config.MaxEnv, len(env))}
+	}
+	return cwd, env, nil
+}
+
+// envLines renders env for the audit log: NAME=value, one a line, sorted.
+func envLines(env map[string]string) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(&b, "%s=%s\n", name, env[name])
 	}
 	return b.String()
 }

@@ -34,6 +34,11 @@ type sshTarget struct {
 	outputLimit         int64
 	maxStdin            int64
 	maxCommand          int
+	// cwd and env are the target's defaults; allowEnv the names a call may
+	// set.
+	cwd      string
+	env      map[string]string
+	allowEnv []string
 }
 
 // httpEndpoint is a configured HTTP endpoint, ready to use.
@@ -121,7 +126,8 @@ func secretBytes(name string, values map[string]secrets.Value, errs map[string]e
 
 func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
 	c := cfg.SSH[name]
-	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes}
+	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes,
+		cwd: c.Cwd, env: c.Env, allowEnv: c.AllowEnv}
 	// Patterns were compiled once by Validate; this cannot fail.
 	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
 	if st.err != nil {

@@ -27,6 +27,14 @@ type Request struct {
 	// OutputLimit is the number of stdout plus stderr bytes after which the
 	// command is stopped and the rest is dropped; zero means no limit.
 	OutputLimit int64
+	// Dir is the directory the command runs in; "" is the login
+	// directory. A directory that cannot be entered ends the run before
+	// the command, with exit status DirExitStatus and a line on stderr.
+	Dir string
+	// Env holds variables set for the command; names must be shell
+	// variable names (EnvName). Values are passed quoted: no value can
+	// change what the command is.
+	Env map[string]string
 	// Stdout and Stderr receive the command's streams; nil discards. They
 	// are written from two goroutines and should not block: the remote
 	// streams are drained through them until the session ends. An error
@@ -86,12 +94,22 @@ const maxScriptBytes = 240 << 10
 // checkCommand returns a *CommandError for a command that must not be
 // sent, whatever its target: one call must never tear down a connection
 // that other calls share.
-func checkCommand(command, script string) error {
+func checkCommand(req *Request, script string) error {
+	for name, v := range req.Env {
+		switch {
+		case !EnvName.MatchString(name) || strings.HasPrefix(name, "ACTIONGW_"):
+			return &CommandError{fmt.Sprintf("environment variable name %q: want letters, digits and _, not starting with a digit or ACTIONGW_", name)}
+		case strings.IndexByte(v, 0) >= 0:
+			return &CommandError{fmt.Sprintf("environment variable %s contains a NUL byte", name)}
+		}
+	}
 	switch {
-	case strings.IndexByte(command, 0) >= 0:
+	case strings.IndexByte(req.Command, 0) >= 0:
 		return &CommandError{"it contains a NUL byte"}
+	case strings.IndexByte(req.Dir, 0) >= 0:
+		return &CommandError{"its directory contains a NUL byte"}
 	case len(script) > maxScriptBytes:
-		return &CommandError{fmt.Sprintf("it is %d bytes, %d once quoted for the remote shell, more than the %d an SSH server takes in one request", len(command), len(script), maxScriptBytes)}
+		return &CommandError{fmt.Sprintf("it is %d bytes, %d once quoted for the remote shell with its directory and environment, more than the %d an SSH server takes in one request", len(req.Command), len(script), maxScriptBytes)}
 	}
 	return nil
 }
@@ -288,8 +306,8 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	res := &Result{}
 	var err error
 	hb := r.target.keepalive()
-	script := wrap(r.req.Command, r.runID, len(r.req.Stdin), !r.target.UsePTY, heartbeatDeadline(hb))
-	if err = checkCommand(r.req.Command, script); err == nil {
+	script := wrap(&r.req, r.runID, !r.target.UsePTY, heartbeatDeadline(hb))
+	if err = checkCommand(&r.req, script); err == nil {
 		r.bounded(func() { err = r.s.exec(r.target, script, r.req.Stdin, hb) })
 	} else {
 		r.s.stdin.Done() // exec never ran

@@ -4,6 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -73,7 +76,7 @@ const markedFunc = `__agw_marked() {
 // watcher).
 const wrapperScript = `@ARM@
 printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
-` + markedFunc + `if [ -n "$__agw_a" ]; then
+` + markedFunc + `@PRE@if [ -n "$__agw_a" ]; then
 	exec 3<&0
 	(
 		trap '' HUP INT TERM
@@ -110,22 +113,23 @@ const (
 	armFIFO = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
 )
 
-// wrap returns the script that runs command on the target; see
+// wrap returns the script that runs req's command on the target; see
 // wrapperScript. With arm, the dead-man switch is armed where the host
 // allows; deadline is how long its watcher waits for a heartbeat.
-func wrap(command, runID string, stdinLen int, arm bool, deadline time.Duration) string {
+func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 	line := armOff
 	switch {
-	case arm && stdinLen > 0:
+	case arm && len(req.Stdin) > 0:
 		line = armFIFO
 	case arm:
 		line = armOn
 	}
 	return strings.NewReplacer(
 		"@ARM@", line,
-		"@CMD@", shellQuote(command),
+		"@PRE@", prelude(req.Dir, req.Env),
+		"@CMD@", shellQuote(req.Command),
 		"@ID@", runID,
-		"@N@", fmt.Sprint(stdinLen),
+		"@N@", fmt.Sprint(len(req.Stdin)),
 		"@P@", fmt.Sprint(int(deadline.Round(time.Second)/time.Second)),
 	).Replace(wrapperScript)
 }
@@ -154,6 +158,29 @@ func aliveScript(pgid int64, runID string) string {
 __agw_m=$(printf '%%s' "$__agw_m" | tr '\n' ' ')
 __agw_ps=$(ps -A -o pid= -o pgid= -o stat= 2>/dev/null) || exit 3
 printf '%%s\n' "$__agw_ps" | awk -v g=%d -v m=" $__agw_m " '$3 !~ /^Z/ && ($2 == g || index(m, " " $1 " ")) { alive = 1 } END { exit !alive }'`, pgid)
+}
+
+// EnvName is what an environment variable set for a command may be
+// called: a shell variable name.
+var EnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// DirExitStatus is the exit status of a run whose directory could not be
+// entered: the command did not run.
+const DirExitStatus = 125
+
+// prelude sets env (names checked by checkCommand, values quoted) and
+// enters dir before the command, in a stable order. A directory that
+// cannot be entered ends the run with DirExitStatus.
+func prelude(dir string, env map[string]string) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(&b, "%s=%s; export %s\n", name, shellQuote(env[name]), name)
+	}
+	if dir != "" {
+		q := shellQuote(dir)
+		fmt.Fprintf(&b, "cd -- %s 2>/dev/null || { printf 'actiongw: cannot enter the directory %%s; the command did not run\\n' %s >&2; exit %d; }\n", q, q, DirExitStatus)
+	}
+	return b.String()
 }
 
 func shellQuote(s string) string {

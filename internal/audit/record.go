@@ -34,7 +34,11 @@ type Record struct {
 	Target string `json:"target"`
 
 	// Intent.
-	Command  string `json:"command,omitempty"`
+	Command string `json:"command,omitempty"`
+	// Cwd is the directory the command ran in, and Env the variables set
+	// for it, one NAME=value a line, sorted; both empty when not set.
+	Cwd      string `json:"cwd,omitempty"`
+	Env      string `json:"env,omitempty"`
 	Method   string `json:"method,omitempty"`
 	Path     string `json:"path,omitempty"`
 	Decision string `json:"decision,omitempty"` // allow | deny
@@ -151,7 +155,7 @@ func prepare(rec *Record, redact func(string) string) (*Record, error) {
 		s    *string
 	}{
 		{"handle", &r.Handle}, {"tool", &r.Tool}, {"target", &r.Target},
-		{"command", &r.Command}, {"method", &r.Method}, {"path", &r.Path},
+		{"command", &r.Command}, {"cwd", &r.Cwd}, {"env", &r.Env}, {"method", &r.Method}, {"path", &r.Path},
 		{"decision", &r.Decision}, {"rule", &r.Rule}, {"status", &r.Status},
 		{"signal", &r.Signal}, {"reason", &r.Reason},
 	} {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/secrets"
+	"github.com/actiongw/actiongw/sshexec"
 )
 
 // Config is the whole configuration: server limits and the targets an agent
@@ -138,7 +140,25 @@ type SSHTarget struct {
 	// MaxConcurrent bounds actions running at once on this target; zero
 	// means only the server limit applies.
 	MaxConcurrent int `toml:"max_concurrent"`
+	// Cwd is the directory commands run in unless a call gives one; empty
+	// is the login directory.
+	Cwd string `toml:"cwd"`
+	// Env is set for every command on this target; a call's env adds to
+	// it and wins, for the names AllowEnv allows.
+	Env map[string]string `toml:"env"`
+	// AllowEnv are the names (globs, e.g. "APP_*") of the variables a call
+	// may set; empty allows none. A variable can change what an allowed
+	// command does (PATH, LD_PRELOAD), so the person chooses which.
+	AllowEnv []string `toml:"allow_env"`
 }
+
+// MaxEnv, MaxEnvValueBytes and MaxCwdBytes bound the environment and the
+// directory of a command, from the config and from a call together.
+const (
+	MaxEnv           = 64
+	MaxEnvValueBytes = 4096
+	MaxCwdBytes      = 4096
+)
 
 // HTTPEndpoint is one HTTP API an agent may call under its base URL.
 type HTTPEndpoint struct {
@@ -710,6 +730,26 @@ func (c *Config) Validate() error {
 		// limit (256 KiB); the quoted command must stay well under it.
 		if t.MaxCommandBytes < 1 || t.MaxCommandBytes > 64<<10 {
 			bad(f+".max_command_bytes", "must be 1-65536, got %d", t.MaxCommandBytes)
+		}
+		if len(t.Cwd) > MaxCwdBytes || strings.IndexByte(t.Cwd, 0) >= 0 {
+			bad(f+".cwd", "must be at most %d bytes, with no NUL", MaxCwdBytes)
+		}
+		if len(t.Env) > MaxEnv {
+			bad(f+".env", "must set at most %d variables, got %d", MaxEnv, len(t.Env))
+		}
+		for _, name := range sortedKeys(t.Env) {
+			v := t.Env[name]
+			switch {
+			case !sshexec.EnvName.MatchString(name) || strings.HasPrefix(name, "ACTIONGW_"):
+				bad(f+".env."+name, "must be a shell variable name (letters, digits, _; not starting with a digit or ACTIONGW_)")
+			case len(v) > MaxEnvValueBytes || strings.IndexByte(v, 0) >= 0:
+				bad(f+".env."+name, "must be at most %d bytes, with no NUL", MaxEnvValueBytes)
+			}
+		}
+		for _, p := range t.AllowEnv {
+			if _, err := path.Match(p, ""); err != nil {
+				bad(f+".allow_env", "%q is not a glob: %v", p, err)
+			}
 		}
 		if t.OutputLimit < 0 || t.MaxStdinBytes < 0 || t.MaxConcurrent < 0 {
 			bad(f, "output_limit, max_stdin_bytes and max_concurrent must not be negative")
