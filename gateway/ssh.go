@@ -25,6 +25,7 @@ type SSHExecInput struct {
 	Command  string            `json:"command" jsonschema:"shell command to run on the target"`
 	Stdin    string            `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then end of file"`
 	TimeoutS float64           `json:"timeout_s,omitempty" jsonschema:"seconds after which the command is stopped; capped by the target's maximum"`
+	Sudo     bool              `json:"sudo,omitempty" jsonschema:"run the command as root with sudo; only on targets with allow_sudo (the password comes from the keyring)"`
 	Cwd      string            `json:"cwd,omitempty" jsonschema:"directory to run the command in (default: the target's, else the login directory)"`
 	Env      map[string]string `json:"env,omitempty" jsonschema:"environment variables for the command; only the names the target's allow_env lists"`
 	WaitS    *float64          `json:"wait_s,omitempty" jsonschema:"seconds this call waits for the command to end (default: the server's wait, 50 s); still running then, it is returned as running with its handle and goes on in the background; 0 starts it in the background"`
@@ -93,6 +94,10 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 			if err := st.commands.Check(in.Command); err != nil {
 				return err
 			}
+			if in.Sudo && !st.allowSudo {
+				return &policy.DeniedError{Target: in.Target, Rule: "allow_sudo", Reason: "sudo is not allowed on this target"}
+			}
+			intent.Sudo = in.Sudo
 			if st.err != nil {
 				return &unusableError{"credentials", st.err.Error(), st.err} // it names the target
 			}
@@ -118,7 +123,8 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 		},
 		streams: []string{"stdout", "stderr"},
 		execute: func(ctx context.Context, w []io.Writer) *ended {
-			req := sshexec.Request{Command: in.Command, Dir: dir, Env: env, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1]}
+			req := sshexec.Request{Command: in.Command, Dir: dir, Env: env, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1],
+				Sudo: in.Sudo, SudoPassword: st.sudoPassword}
 			if in.Stdin != "" {
 				req.Stdin = []byte(in.Stdin)
 			}
@@ -137,6 +143,9 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 			out := &SSHExecOutput{Handle: handle, Target: in.Target, Status: e.status, ExitCode: e.exitCode, Signal: e.signal,
 				DurationMS: e.duration.Milliseconds(), Stdout: s[0], Stderr: s[1], RemoteStopped: e.remoteStopped, Reason: e.reason}
 			isError := out.Status != StatusExited || out.ExitCode == nil || *out.ExitCode != 0
+			if in.Sudo && isError && strings.Contains(s[1].Head+s[1].Tail, "incorrect password") {
+				out.Reason = strings.TrimPrefix(out.Reason+"; ", "; ") + fmt.Sprintf("sudo refused the password of keyring item %q (sudo_secret of %s): store the right one with: actiongw secret set %s", st.sudoSecret, in.Target, st.sudoSecret)
+			}
 			return out, []output.NamedStream{{Name: "stdout", Summary: &out.Stdout}, {Name: "stderr", Summary: &out.Stderr}},
 				describeSSH(out, g.redactString(in.Command)), isError
 		},

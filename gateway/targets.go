@@ -39,6 +39,11 @@ type sshTarget struct {
 	cwd      string
 	env      map[string]string
 	allowEnv []string
+	// allowSudo lets a call use sudo, with sudoPassword (nil: sudo -n)
+	// from the keyring.
+	allowSudo    bool
+	sudoSecret   string
+	sudoPassword []byte
 }
 
 // httpEndpoint is a configured HTTP endpoint, ready to use.
@@ -127,7 +132,7 @@ func secretBytes(name string, values map[string]secrets.Value, errs map[string]e
 func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
 	c := cfg.SSH[name]
 	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes,
-		cwd: c.Cwd, env: c.Env, allowEnv: c.AllowEnv}
+		cwd: c.Cwd, env: c.Env, allowEnv: c.AllowEnv, allowSudo: c.AllowSudo, sudoSecret: c.SudoSecret}
 	// Patterns were compiled once by Validate; this cannot fail.
 	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
 	if st.err != nil {
@@ -159,6 +164,10 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 			t.Jump = j
 		}
 		return t, nil
+	}
+	if st.sudoPassword, st.err = secretBytes(c.SudoSecret, values, errs); st.err != nil {
+		st.err = fmt.Errorf("target %q: %w", name, st.err)
+		return st
 	}
 	st.target, st.err = build(name, 0)
 	if st.err == nil {

@@ -1,11 +1,13 @@
 package sshexec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,15 @@ type Request struct {
 	// variable names (EnvName). Values are passed quoted: no value can
 	// change what the command is.
 	Env map[string]string
+	// Sudo runs the command as root under sudo. SudoPassword is sent on
+	// the session's stdin (never in an argument or the environment) and
+	// handed to sudo through an askpass program reading a private FIFO;
+	// nil means sudo must need none (sudo -n). A refused password ends
+	// the run with sudo's own exit status and message, at once. Stopping
+	// and verifying the command's processes also run under sudo. Not on
+	// a pseudo-terminal, which would echo the password.
+	Sudo         bool
+	SudoPassword []byte
 	// Stdout and Stderr receive the command's streams; nil discards. They
 	// are written from two goroutines and should not block: the remote
 	// streams are drained through them until the session ends. An error
@@ -104,6 +115,8 @@ func checkCommand(req *Request, script string) error {
 		}
 	}
 	switch {
+	case req.Sudo && bytes.ContainsAny(req.SudoPassword, "\x00\n"):
+		return &CommandError{"the sudo password contains a NUL byte or a newline, which sudo cannot read"}
 	case strings.IndexByte(req.Command, 0) >= 0:
 		return &CommandError{"it contains a NUL byte"}
 	case strings.IndexByte(req.Dir, 0) >= 0:
@@ -307,8 +320,16 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	var err error
 	hb := r.target.keepalive()
 	script := wrap(&r.req, r.runID, !r.target.UsePTY, heartbeatDeadline(hb))
-	if err = checkCommand(&r.req, script); err == nil {
-		r.bounded(func() { err = r.s.exec(r.target, script, r.req.Stdin, hb) })
+	if err = checkCommand(&r.req, script); err == nil && r.req.Sudo && r.target.UsePTY {
+		err = &CommandError{"sudo on a pseudo-terminal would echo the password; set pty = false"}
+	}
+	if err == nil {
+		// The sudo password comes first on stdin, read before anything else.
+		stdin := r.req.Stdin
+		if r.req.Sudo && r.req.SudoPassword != nil {
+			stdin = append(slices.Clip(r.req.SudoPassword), stdin...)
+		}
+		r.bounded(func() { err = r.s.exec(r.target, script, stdin, hb) })
 	} else {
 		r.s.stdin.Done() // exec never ran
 	}

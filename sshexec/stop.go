@@ -116,10 +116,15 @@ func (r *run) verify() (bool, string) {
 	}
 }
 
-// control runs a short command in a new session, outside the session
+// control runs a control script in a new session, outside the session
 // slots, on the run's connection or, when that is gone, on a new one, and
-// returns its exit status.
-func (r *run) control(command string) (int, error) {
+// returns its exit status. For a command under sudo it runs as root too:
+// the processes it must find and stop are root's.
+func (r *run) control(script string) (int, error) {
+	command, stdin := script, []byte(nil)
+	if r.req.Sudo {
+		command, stdin = sudoControl(script, r.req.SudoPassword), r.req.SudoPassword
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout+r.target.keepalive())
 	defer cancel()
 	c := r.conn
@@ -139,6 +144,9 @@ func (r *run) control(command string) (int, error) {
 		ch.Close()
 		ssh.DiscardRequests(reqs)
 		return 0, fmt.Errorf("run %q: refused or failed: %v", command, err)
+	}
+	if len(stdin) > 0 {
+		ch.Write(stdin) // a failure shows in the exit status
 	}
 	ch.CloseWrite()
 	// The output is a line at most and fits the window, so stderr can wait.

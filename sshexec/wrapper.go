@@ -67,7 +67,8 @@ const markedFunc = `__agw_marked() {
 }
 `
 
-// wrapperScript runs the command @CMD@ (shell-quoted) with @N@ bytes of
+// wrapperScript runs @RUN@ (the command, shell-quoted, through eval, or
+// under sudo: see sudoFunc) after @PRE@ (see prelude) with @N@ bytes of
 // stdin; @P@ is how many seconds without a heartbeat fire the switch. @ARM@
 // decides whether it is armed: __agw_a=1, and __agw_f names the FIFO that
 // carries the command's stdin when it has any. Without stdin the command
@@ -99,10 +100,10 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 	__agw_w=$!
 	trap 'kill -KILL $__agw_w 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
 	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
-	eval @CMD@ <"${__agw_f:-/dev/null}" 3<&-
+	@RUN@ <"${__agw_f:-/dev/null}" 3<&-
 else
 	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
-	eval @CMD@
+	@RUN@
 fi`
 
 // The lines that set @ARM@: not armed; armed without stdin; armed with a
@@ -124,14 +125,71 @@ func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 	case arm:
 		line = armOn
 	}
+	quoted := shellQuote(req.Command)
+	pre, run := prelude(req.Dir, req.Env), "eval "+quoted
+	if req.Sudo {
+		// Under sudo, whose env_reset drops the environment: the run id
+		// and the variables go through env, as root.
+		pre = sudoPrelude(req.SudoPassword) + pre
+		run = "__agw_sudo env ACTIONGW_RUN=" + runID
+		for _, name := range slices.Sorted(maps.Keys(req.Env)) {
+			run += " " + shellQuote(name+"="+req.Env[name])
+		}
+		run += " sh -c " + quoted
+	}
 	return strings.NewReplacer(
 		"@ARM@", line,
-		"@PRE@", prelude(req.Dir, req.Env),
-		"@CMD@", shellQuote(req.Command),
+		"@PRE@", pre,
+		"@RUN@", run,
 		"@ID@", runID,
 		"@N@", fmt.Sprint(len(req.Stdin)),
 		"@P@", fmt.Sprint(int(deadline.Round(time.Second)/time.Second)),
 	).Replace(wrapperScript)
+}
+
+// sudoFunc defines __agw_sudo, which runs its arguments as root under
+// sudo. With a password (read into __agw_pw from stdin, never exported),
+// sudo asks an askpass program that reads it from a FIFO in a private
+// directory, once: a second ask (a refused password) gets nothing, so sudo
+// gives up at once instead of waiting. The password is written by a
+// builtin printf in a subshell, so it is in no process's arguments or
+// environment. Without one, sudo -n fails at once if it needs one.
+const sudoFunc = `__agw_sudo() {
+	if [ -z "${__agw_pw+x}" ]; then
+		sudo -n -- "$@"
+		return
+	fi
+	__agw_sd=$(mktemp -d "${TMPDIR:-/tmp}/actiongw-sudo.XXXXXX") || { echo "actiongw: cannot make a private directory for sudo's askpass" >&2; return 126; }
+	mkfifo -m 600 "$__agw_sd/pw" || { rm -rf "$__agw_sd"; echo 'actiongw: sudo needs mkfifo on the target' >&2; return 126; }
+	printf '#!/bin/sh\n[ -e "$0.used" ] && exit 1\n: > "$0.used"\nexec cat %s\n' "'$__agw_sd/pw'" > "$__agw_sd/askpass"
+	chmod 700 "$__agw_sd/askpass"
+	( printf '%s\n' "$__agw_pw" > "$__agw_sd/pw" ) 2>/dev/null &
+	__agw_sw=$!
+	SUDO_ASKPASS="$__agw_sd/askpass" sudo -A -k -- "$@"
+	__agw_sr=$?
+	kill $__agw_sw 2>/dev/null
+	rm -rf "$__agw_sd"
+	return $__agw_sr
+}
+`
+
+// sudoPrelude defines __agw_sudo and, with a password, reads it: the
+// first len(password) bytes of stdin.
+func sudoPrelude(password []byte) string {
+	if password == nil {
+		return sudoFunc
+	}
+	return fmt.Sprintf("__agw_pw=$(head -c %d)\n", len(password)) + sudoFunc
+}
+
+// sudoControl runs a control script (see killScript, aliveScript) as
+// root, for a command that runs under sudo: the password is sent on its
+// stdin. Its exit status comes back as 10 plus the script's, so that a
+// sudo that failed (1) is not taken for the script's answer: 3, cannot
+// tell, unless the script ran.
+func sudoControl(script string, password []byte) string {
+	return sudoPrelude(password) + "__agw_sudo sh -c " + shellQuote("("+script+"\n); exit $((10 + $?))") +
+		"\n__agw_rc=$?\ncase $__agw_rc in 1[0-9]) exit $((__agw_rc - 10));; *) exit 3;; esac"
 }
 
 // heartbeatDeadline is how long the remote watcher waits for a heartbeat

@@ -37,8 +37,10 @@ type Record struct {
 	Command string `json:"command,omitempty"`
 	// Cwd is the directory the command ran in, and Env the variables set
 	// for it, one NAME=value a line, sorted; both empty when not set.
-	Cwd      string `json:"cwd,omitempty"`
-	Env      string `json:"env,omitempty"`
+	Cwd string `json:"cwd,omitempty"`
+	Env string `json:"env,omitempty"`
+	// Sudo is set when the command ran as root under sudo.
+	Sudo     bool   `json:"sudo,omitempty"`
 	Method   string `json:"method,omitempty"`
 	Path     string `json:"path,omitempty"`
 	Decision string `json:"decision,omitempty"` // allow | deny

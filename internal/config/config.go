@@ -150,6 +150,12 @@ type SSHTarget struct {
 	// may set; empty allows none. A variable can change what an allowed
 	// command does (PATH, LD_PRELOAD), so the person chooses which.
 	AllowEnv []string `toml:"allow_env"`
+	// AllowSudo lets a call run its command as root under sudo (sudo:
+	// true); SudoSecret names the keyring item with the login user's sudo
+	// password, sent on stdin and never in an argument; empty means sudo
+	// needs none (sudo -n).
+	AllowSudo  bool   `toml:"allow_sudo"`
+	SudoSecret string `toml:"sudo_secret"`
 }
 
 // MaxEnv, MaxEnvValueBytes and MaxCwdBytes bound the environment and the
@@ -759,8 +765,15 @@ func (c *Config) Validate() error {
 		default:
 			bad(f+".stop_mode", `must be "signal" or "wrapper", got %q`, t.StopMode)
 		}
+		switch {
+		case t.SudoSecret != "" && !t.AllowSudo:
+			bad(f+".sudo_secret", "is set but allow_sudo is not: set allow_sudo = true to let calls use sudo")
+		case t.AllowSudo && t.PTY:
+			bad(f+".allow_sudo", "cannot be used with pty = true: the terminal would echo the sudo password")
+		}
 		errs = append(errs, checkSecretNames(f, map[string]string{
 			"key_secret": t.KeySecret, "passphrase_secret": t.PassphraseSecret, "password_secret": t.PasswordSecret,
+			"sudo_secret": t.SudoSecret,
 		})...)
 		errs = append(errs, checkNoInline(f, t.Description, t.Host, t.User)...)
 	}
@@ -909,7 +922,7 @@ func looksInline(v string) bool {
 func (c *Config) SecretNames() []string {
 	var names []string
 	for _, t := range c.SSH {
-		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret)
+		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret)
 	}
 	for _, e := range c.HTTP {
 		names = append(names, e.TokenSecret, e.PasswordSecret)

@@ -1,0 +1,90 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/sshtest"
+)
+
+// TestServeSudo: through serve, a command runs as root with the sudo
+// password from the keyring, which no process on the target shows and no
+// result, log or file holds; a target without allow_sudo denies it; a
+// wrong password is said plainly.
+func TestServeSudo(t *testing.T) {
+	user, password := sshtest.EnableSudo(t)
+	s := startServedWith(t, servedOptions{tables: fmt.Sprintf(`
+[ssh.root]
+host = "127.0.0.1"
+port = @PORT@
+user = %q
+key_secret = "box-key"
+known_hosts = "@KNOWN_HOSTS@"
+allow_sudo = true
+sudo_secret = "sudo-pw"
+[ssh.wrongpw]
+host = "127.0.0.1"
+port = @PORT@
+user = %q
+key_secret = "box-key"
+known_hosts = "@KNOWN_HOSTS@"
+allow_sudo = true
+sudo_secret = "sudo-wrong"
+`, user, user)})
+	ctx := context.Background()
+	for name, v := range map[string][]byte{"sudo-pw": password, "sudo-wrong": []byte("wrong-password-1")} {
+		if err := s.keyring.Set(ctx, name, v); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.keyring.Delete(ctx, name) })
+	}
+	// Loaded by the next call that needs them.
+	r := until(t, s.client, "the sudo secret to load", "ssh_exec", map[string]any{"target": "root", "command": "id -u", "sudo": true},
+		func(r *mcp.CallToolResult) bool { return !strings.Contains(resultText(r), "not in the keyring") })
+	if out := decode[gateway.SSHExecOutput](t, r); out.Stdout.Head != "0\n" {
+		t.Fatalf("sudo id -u: %s", resultText(r))
+	}
+
+	// While a sudo command runs, no process on the target shows the password.
+	dir := t.TempDir()
+	p, err := s.client.StartTool(ctx, "ssh_exec", map[string]any{"target": "root", "sudo": true,
+		"command": fmt.Sprintf("echo $$ > %s/pid; exec sleep 60", dir)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := waitPID(t, filepath.Join(dir, "pid"))
+	paths, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range paths {
+		for _, f := range []string{"cmdline", "environ"} {
+			if b, err := os.ReadFile(filepath.Join(d, f)); err == nil && bytes.Contains(b, password) {
+				t.Errorf("%s/%s holds the sudo password", d, f)
+			}
+		}
+	}
+	s.client.Cancel(p.ID(), "test")
+	if !sshtest.WaitGone(pid, 10*time.Second) {
+		t.Errorf("root process %d survived the cancel", pid)
+	}
+
+	r = s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "id -u", "sudo": true})
+	if text := resultText(r); !r.IsError || !strings.Contains(text, "allow_sudo") {
+		t.Errorf("sudo on a target without allow_sudo: %s", text)
+	}
+	r = s.call(t, "ssh_exec", map[string]any{"target": "wrongpw", "command": "id -u", "sudo": true})
+	if text := resultText(r); !r.IsError || !strings.Contains(text, "sudo refused the password") || !strings.Contains(text, "actiongw secret set sudo-wrong") {
+		t.Errorf("a wrong sudo password: %s", text)
+	}
+	s.client.Close()
+	s.assertNoSecretIn(t, string(password))
+}
