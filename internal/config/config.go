@@ -138,6 +138,13 @@ type SSHTarget struct {
 	// MaxConcurrent bounds actions running at once on this target; zero
 	// means only the server limit applies.
 	MaxConcurrent int `toml:"max_concurrent"`
+
+	// Certificate is an OpenSSH user certificate file (*-cert.pub) for the
+	// key (key_secret, or the agent's); "~/" is expanded. It is public, so
+	// a file is fine; CertificateSecret names a keyring item holding one
+	// instead. At most one of them; empty offers no certificate.
+	Certificate       string `toml:"certificate"`
+	CertificateSecret string `toml:"certificate_secret"`
 }
 
 // HTTPEndpoint is one HTTP API an agent may call under its base URL.
@@ -232,6 +239,7 @@ func (c *Config) setTargetDefaults() {
 			t.KnownHosts = "" // the pin replaces the file
 		}
 		t.KnownHosts = expandHome(t.KnownHosts)
+		t.Certificate = expandHome(t.Certificate)
 	}
 	for _, e := range c.HTTP {
 		if e == nil {
@@ -722,6 +730,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, checkSecretNames(f, map[string]string{
 			"key_secret": t.KeySecret, "passphrase_secret": t.PassphraseSecret, "password_secret": t.PasswordSecret,
 		})...)
+		errs = append(errs, checkCertificate(f, t)...)
 		errs = append(errs, checkNoInline(f, t.Description, t.Host, t.User)...)
 	}
 
@@ -869,7 +878,7 @@ func looksInline(v string) bool {
 func (c *Config) SecretNames() []string {
 	var names []string
 	for _, t := range c.SSH {
-		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret)
+		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.CertificateSecret)
 	}
 	for _, e := range c.HTTP {
 		names = append(names, e.TokenSecret, e.PasswordSecret)
