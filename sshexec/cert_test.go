@@ -2,6 +2,7 @@ package sshexec
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
@@ -156,4 +157,40 @@ func TestParseCertificate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseCertificate feeds arbitrary file contents to ParseCertificate:
+// what it accepts is a user certificate, and its errors never quote the
+// data (a private key or a password file named by mistake).
+func FuzzParseCertificate(f *testing.F) {
+	key, signer := sshtest.NewKey(f)
+	f.Add(key)
+	f.Add(ssh.MarshalAuthorizedKey(signer.PublicKey()))
+	f.Add([]byte("root:$y$j9T$secretsecretsecret:19000:0:99999:7:::\n"))
+	cert := &ssh.Certificate{Key: signer.PublicKey(), CertType: ssh.UserCert, KeyId: "id", ValidPrincipals: []string{"deploy"}, ValidBefore: ssh.CertTimeInfinity}
+	if err := cert.SignCert(rand.Reader, signer); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ssh.MarshalAuthorizedKey(cert))
+	now := time.Now()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseCertificate(data, now)
+		if err == nil {
+			if c.CertType != ssh.UserCert {
+				t.Fatalf("accepted a certificate of type %d", c.CertType)
+			}
+			return
+		}
+		var ce *CertError
+		if !errors.As(err, &ce) {
+			t.Fatalf("error %v is not a *CertError", err)
+		}
+		if ce.Problem == CertNotACert {
+			for _, field := range bytes.Fields(data) {
+				if len(field) >= 8 && strings.Contains(err.Error(), string(field)) {
+					t.Fatalf("error %q quotes the data", err)
+				}
+			}
+		}
+	})
 }
