@@ -147,13 +147,15 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 			MaxSessions: c.MaxSessions, MaxConnections: c.MaxConnections, Keepalive: c.Keepalive,
 			StopMode: sshexec.StopMode(c.StopMode), UsePTY: c.PTY,
 		}
-		var err1, err2, err3 error
+		var err1, err2, err3, err4 error
 		t.Auth.PrivateKey, err1 = secretBytes(c.KeySecret, values, errs)
 		t.Auth.Passphrase, err2 = secretBytes(c.PassphraseSecret, values, errs)
 		t.Auth.Password, err3 = secretBytes(c.PasswordSecret, values, errs)
 		t.Auth.Agent = c.Agent
 		t.Auth.KeySecret, t.Auth.PassphraseSecret, t.Auth.PasswordSecret = c.KeySecret, c.PassphraseSecret, c.PasswordSecret
-		if err := errors.Join(err1, err2, err3); err != nil {
+		t.Auth.Certificate, err4 = certificateBytes(c, values, errs)
+		t.Auth.CertificateSecret, t.Auth.CertificatePath = c.CertificateSecret, c.Certificate
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
 		if c.Jump != "" {

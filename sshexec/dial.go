@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -31,6 +32,10 @@ type AuthError struct {
 	// agentListed is true once the agent's keys were asked for: the
 	// server may refuse before publickey is tried.
 	agentListed bool
+	// cert is the target's certificate, nil when it has none; certOffered
+	// is false when the agent held no key for it.
+	cert        *ssh.Certificate
+	certOffered bool
 }
 
 func (e *AuthError) Error() string {
@@ -39,6 +44,13 @@ func (e *AuthError) Error() string {
 			"add the key with: ssh-add ~/.ssh/id_ed25519 (ssh-add -l lists what the agent holds)", e.Target, e.Agent)
 	}
 	var tried, hints []string
+	if e.cert != nil {
+		cert, hint := certRefused(e.cert, e.User, e.certOffered)
+		if cert != "" {
+			tried = append(tried, cert)
+		}
+		hints = append(hints, hint)
+	}
 	if e.KeyFingerprint != "" {
 		k := "key " + e.KeyFingerprint
 		if e.KeySecret != "" {
@@ -185,6 +197,20 @@ func authMethods(t *Target) ([]ssh.AuthMethod, *AuthError, func(), error) {
 		signers = append(signers, signer)
 		ae.KeyFingerprint = ssh.FingerprintSHA256(signer.PublicKey())
 	}
+	// The certificate is offered before the plain key, as OpenSSH does:
+	// a server that does not trust its CA may still list the key.
+	cert, err := t.certificate(firstKey(signers), time.Now())
+	if err != nil {
+		return nil, nil, closer, err
+	}
+	ae.cert = cert
+	if cert != nil && len(signers) > 0 {
+		cs, err := certSigner(cert, signers)
+		if err != nil {
+			return nil, nil, closer, fmt.Errorf("target %q: certificate: %w", t.Name, err)
+		}
+		signers, ae.certOffered = append([]ssh.Signer{cs}, signers...), true
+	}
 	var agentSigners func() ([]ssh.Signer, error)
 	if t.Auth.Agent {
 		sock := os.Getenv("SSH_AUTH_SOCK")
@@ -216,6 +242,15 @@ func authMethods(t *Target) ([]ssh.AuthMethod, *AuthError, func(), error) {
 				return nil, fmt.Errorf("list ssh-agent keys: %w", err)
 			}
 			ae.AgentKeys, ae.agentListed = len(more), true
+			if cert != nil && !ae.certOffered {
+				cs, err := certSigner(cert, more)
+				if err != nil {
+					return nil, fmt.Errorf("certificate with an ssh-agent key: %w", err)
+				}
+				if cs != nil {
+					more, ae.certOffered = append([]ssh.Signer{cs}, more...), true
+				}
+			}
 			return append(signers, more...), nil
 		}))
 		ae.Methods = append(ae.Methods, "publickey")

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Target is one configured SSH destination. A Pool keys its connections by
@@ -90,6 +92,14 @@ type Auth struct {
 	// items the credentials came from, for messages only: an error can
 	// then say which item to replace. Empty names none.
 	KeySecret, PassphraseSecret, PasswordSecret string
+	// Certificate is an OpenSSH user certificate (a *-cert.pub file's
+	// contents) for PrivateKey, or for a key of the agent when there is no
+	// PrivateKey. It is offered before the plain key, as OpenSSH does.
+	// Empty offers none.
+	Certificate []byte
+	// CertificateSecret and CertificatePath name where Certificate came
+	// from (a keyring item, a file), for messages only; empty names none.
+	CertificateSecret, CertificatePath string
 }
 
 // String describes which credentials are present, never their values.
@@ -106,6 +116,9 @@ func (a Auth) String() string {
 	}
 	if a.Agent {
 		have = append(have, "agent")
+	}
+	if len(a.Certificate) > 0 {
+		have = append(have, "certificate")
 	}
 	return "Auth{" + strings.Join(have, ",") + "}"
 }
@@ -161,7 +174,7 @@ func (t *Target) poolKey() string {
 	if t.Auth.Agent {
 		agent[0] = 1
 	}
-	for _, b := range [][]byte{[]byte(t.KnownHostsPath), []byte(t.HostKey), t.Auth.PrivateKey, t.Auth.Passphrase, t.Auth.Password, agent} {
+	for _, b := range [][]byte{[]byte(t.KnownHostsPath), []byte(t.HostKey), t.Auth.PrivateKey, t.Auth.Passphrase, t.Auth.Password, agent, t.Auth.Certificate} {
 		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
 		h.Write(b)
 	}
@@ -173,17 +186,25 @@ func (t *Target) poolKey() string {
 }
 
 // Validate checks t and its jump chain as Run does before it dials, and
-// parses their private keys: a key that cannot be used is a *KeyError,
-// found without connecting. A missing credential is ErrNoCredential.
+// parses their private keys and certificates: a key that cannot be used is
+// a *KeyError, a certificate that cannot (not one, expired, for another
+// key) a *CertError, found without connecting. A missing credential is
+// ErrNoCredential.
 func (t *Target) Validate() error {
 	if err := t.validate(); err != nil {
 		return err
 	}
 	for cur := t; cur != nil; cur = cur.Jump {
+		var key ssh.PublicKey
 		if len(cur.Auth.PrivateKey) > 0 {
-			if _, err := cur.signer(); err != nil {
+			signer, err := cur.signer()
+			if err != nil {
 				return err
 			}
+			key = signer.PublicKey()
+		}
+		if _, err := cur.certificate(key, time.Now()); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -212,6 +233,8 @@ func (t *Target) validate() error {
 			return fmt.Errorf("target %q: host_key %q: want a SHA256 fingerprint (SHA256:…)", cur.Name, cur.HostKey)
 		case len(cur.Auth.PrivateKey) == 0 && len(cur.Auth.Password) == 0 && !cur.Auth.Agent:
 			return fmt.Errorf("target %q: %w", cur.Name, ErrNoCredential)
+		case len(cur.Auth.Certificate) > 0 && len(cur.Auth.PrivateKey) == 0 && !cur.Auth.Agent:
+			return fmt.Errorf("target %q: a certificate needs its private key (key_secret) or the ssh-agent holding it (agent = true)", cur.Name)
 		}
 	}
 	return nil

@@ -156,6 +156,13 @@ type SSHTarget struct {
 	// needs none (sudo -n).
 	AllowSudo  bool   `toml:"allow_sudo"`
 	SudoSecret string `toml:"sudo_secret"`
+
+	// Certificate is an OpenSSH user certificate file (*-cert.pub) for the
+	// key (key_secret, or the agent's); "~/" is expanded. It is public, so
+	// a file is fine; CertificateSecret names a keyring item holding one
+	// instead. At most one of them; empty offers no certificate.
+	Certificate       string `toml:"certificate"`
+	CertificateSecret string `toml:"certificate_secret"`
 }
 
 // MaxEnv, MaxEnvValueBytes and MaxCwdBytes bound the environment and the
@@ -258,6 +265,7 @@ func (c *Config) setTargetDefaults() {
 			t.KnownHosts = "" // the pin replaces the file
 		}
 		t.KnownHosts = expandHome(t.KnownHosts)
+		t.Certificate = expandHome(t.Certificate)
 	}
 	for _, e := range c.HTTP {
 		if e == nil {
@@ -775,6 +783,7 @@ func (c *Config) Validate() error {
 			"key_secret": t.KeySecret, "passphrase_secret": t.PassphraseSecret, "password_secret": t.PasswordSecret,
 			"sudo_secret": t.SudoSecret,
 		})...)
+		errs = append(errs, checkCertificate(f, t)...)
 		errs = append(errs, checkNoInline(f, t.Description, t.Host, t.User)...)
 	}
 
@@ -922,7 +931,7 @@ func looksInline(v string) bool {
 func (c *Config) SecretNames() []string {
 	var names []string
 	for _, t := range c.SSH {
-		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret)
+		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret)
 	}
 	for _, e := range c.HTTP {
 		names = append(names, e.TokenSecret, e.PasswordSecret)

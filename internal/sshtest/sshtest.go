@@ -47,6 +47,10 @@ type Options struct {
 	MaxSessions int
 	// Config holds extra sshd_config lines, appended after the generated ones.
 	Config []string
+	// TrustedUserCAKeys is a CA public key (authorized_keys form, as in
+	// CA.PublicKey) whose user certificates sshd accepts
+	// (sshd_config TrustedUserCAKeys); nil trusts no CA.
+	TrustedUserCAKeys []byte
 }
 
 // Server is a running sshd. Its fields are read-only.
@@ -226,6 +230,13 @@ func (s *Server) writeConfig(opts Options, hostKeys []string) {
 	}
 	if opts.MaxSessions > 0 {
 		lines = append(lines, "MaxSessions "+strconv.Itoa(opts.MaxSessions))
+	}
+	if opts.TrustedUserCAKeys != nil {
+		path := filepath.Join(s.Dir, "trusted_user_ca_keys")
+		if err := os.WriteFile(path, opts.TrustedUserCAKeys, 0o644); err != nil {
+			s.t.Fatal(err)
+		}
+		lines = append(lines, "TrustedUserCAKeys "+path)
 	}
 	lines = append(lines, opts.Config...)
 	s.configPath = filepath.Join(s.Dir, "sshd_config")
