@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 func TestBackgroundSlots(t *testing.T) {
@@ -61,6 +63,11 @@ func TestActionStatusAndList(t *testing.T) {
 		t.Errorf("list_actions shows the credential: %s", s)
 	}
 
+	// Cancelled once its line arrived.
+	testenv.WaitFor(t, 30*time.Second, "the echoed line", func() bool {
+		r := f.gw.ActionStatus(ctx, ActionStatusInput{Handle: h, WaitS: &zero}, nil)
+		return r.Structured.(*SSHExecOutput).Stdout.Bytes > 0
+	})
 	final := f.gw.CancelAction(ctx, CancelActionInput{Handle: h})
 	if out := final.Structured.(*SSHExecOutput); out.Status != StatusCancelled || out.Stdout.Head != "[REDACTED:api-token]\n" {
 		t.Errorf("cancel_action: %s", final.Text)
