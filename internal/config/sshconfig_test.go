@@ -301,3 +301,42 @@ func FuzzDecodeSSHConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestSSHConfigHosts(t *testing.T) {
+	t.Setenv("HOME", "/home/someone")
+	dir := sshConfigFiles(t, map[string]string{
+		"ssh_config": `Include /etc/shadow $DIR/inc/*
+Host web1 web1.lan *.corp !bad
+  IdentityFile ~/.ssh/id_%r@%h
+  IdentityFile %d/.ssh/second
+  User deploy
+  HostName 10.0.0.1
+Host *
+  IdentityFile ~/.ssh/id_all
+Match host matched
+  User x
+Host under_score bad:name
+`,
+		"inc/a": "Host included\n  IdentityFile /keys/%u-%n\n",
+	})
+	hosts, skipped, err := SSHConfigHosts(filepath.Join(dir, "ssh_config"), "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SSHConfigHost{
+		{Name: "included", IdentityFiles: []string{"/home/someone/.ssh/id_all"}},
+		{Name: "web1", IdentityFiles: []string{"/home/someone/.ssh/id_deploy@10.0.0.1", "/home/someone/.ssh/second", "/home/someone/.ssh/id_all"}},
+		{Name: "web1.lan", IdentityFiles: []string{"/home/someone/.ssh/id_deploy@10.0.0.1", "/home/someone/.ssh/second", "/home/someone/.ssh/id_all"}},
+		{Name: "under_score", IdentityFiles: []string{"/home/someone/.ssh/id_all"}},
+	}
+	if !reflect.DeepEqual(hosts, want) {
+		t.Errorf("got  %+v;\nwant %+v", hosts, want)
+	}
+	if got := strings.Join(skipped, "\n"); !strings.Contains(got, "Host bad:name: a target name is") || !strings.Contains(got, "Host included: IdentityFile uses %n") {
+		t.Errorf("skipped: got %q; want bad:name and the %%n IdentityFile", got)
+	}
+	hosts, _, err = SSHConfigHosts(filepath.Join(dir, "ssh_config"), "web1*")
+	if err != nil || len(hosts) != 2 {
+		t.Errorf("-hosts web1*: got %+v, %v; want web1 and web1.lan", hosts, err)
+	}
+}
