@@ -7,12 +7,10 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/actiongw/actiongw/internal/testenv"
@@ -175,16 +173,7 @@ func TestImportSSHConfigStoresKeys(t *testing.T) {
 	master, slave := openPTY(t)
 	cmd := exec.Command(actiongwBinary(t), "import", "ssh-config", "-write")
 	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	screen := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(master) // ends with EIO once the command exits
-		screen <- b
-	}()
+	screen := startOnPTY(t, cmd, master, slave)
 	slave.Close()
 	// The terminal keeps typed-ahead lines until the command reads them.
 	if _, err := master.Write([]byte("y\rn\r")); err != nil {
