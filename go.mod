@@ -15,6 +15,8 @@ require (
 	golang.org/x/term v0.48.0
 )
 
+require github.com/kevinburke/ssh_config v1.6.0
+
 require (
 	github.com/danieljoos/wincred v1.2.3 // indirect
 	github.com/google/jsonschema-go v0.4.3

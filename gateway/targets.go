@@ -146,6 +146,7 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 			KnownHostsPath: c.KnownHosts, HostKey: c.HostKey,
 			MaxSessions: c.MaxSessions, MaxConnections: c.MaxConnections, Keepalive: c.Keepalive,
 			StopMode: sshexec.StopMode(c.StopMode), UsePTY: c.PTY,
+			HostKeyAlias: c.HostKeyAlias, ConnectTimeout: c.ConnectTimeout, AgentSocket: c.IdentityAgent,
 		}
 		var err1, err2, err3, err4 error
 		t.Auth.PrivateKey, err1 = secretBytes(c.KeySecret, values, errs)
@@ -164,6 +165,8 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 				return nil, fmt.Errorf("the jump host of target %q: %w", name, err)
 			}
 			t.Jump = j
+		} else {
+			t.Jump = proxyJump(t, c)
 		}
 		return t, nil
 	}

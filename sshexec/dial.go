@@ -214,6 +214,9 @@ func authMethods(t *Target) ([]ssh.AuthMethod, *AuthError, func(), error) {
 	var agentSigners func() ([]ssh.Signer, error)
 	if t.Auth.Agent {
 		sock := os.Getenv("SSH_AUTH_SOCK")
+		if t.AgentSocket != "" {
+			sock = t.AgentSocket
+		}
 		if sock == "" {
 			return nil, nil, closer, fmt.Errorf("target %q: agent = true but SSH_AUTH_SOCK is not set in actiongw's environment: "+
 				"start an ssh-agent and ssh-add the key, then start actiongw where SSH_AUTH_SOCK is set "+

@@ -78,6 +78,12 @@ type hostKeyCheck struct {
 
 func newHostKeyCheck(t *Target) (*hostKeyCheck, error) {
 	addr := t.addr()
+	// The name the key is recorded under: the alias, with no port, as
+	// OpenSSH looks it up (known_hosts drops port 22).
+	lookup := addr
+	if t.HostKeyAlias != "" {
+		lookup = net.JoinHostPort(t.HostKeyAlias, "22")
+	}
 	hk := &hostKeyCheck{}
 	if t.HostKey != "" {
 		pin := strings.TrimRight(t.HostKey, "=")
@@ -118,7 +124,7 @@ func newHostKeyCheck(t *Target) (*hostKeyCheck, error) {
 		// Offer only the algorithms of the recorded keys: otherwise the
 		// server may present a key type that is not recorded, which
 		// knownhosts reports as a changed key.
-		hk.algos = db.HostKeyAlgorithms(addr)
+		hk.algos = db.HostKeyAlgorithms(lookup)
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("target %q: read known_hosts: %w", t.Name, err)
@@ -126,14 +132,14 @@ func newHostKeyCheck(t *Target) (*hostKeyCheck, error) {
 	if len(hk.algos) == 0 {
 		hk.algos = openSSHHostKeyOrder
 	}
-	hk.callback = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
-		err := check(hostname, remote, key)
+	hk.callback = func(_ string, remote net.Addr, key ssh.PublicKey) error {
+		err := check(lookup, remote, key)
 		if err == nil {
 			return nil
 		}
 		e := &HostKeyError{Target: t.Name, Host: addr, KeyType: key.Type(),
 			Fingerprint: ssh.FingerprintSHA256(key), KnownHosts: path,
-			Line: knownhosts.Line([]string{addr}, key)}
+			Line: knownhosts.Line([]string{lookup}, key)}
 		var revoked *xknownhosts.RevokedError
 		var keyErr *xknownhosts.KeyError
 		switch {

@@ -228,6 +228,12 @@ func (p *Pool) newConn(ctx context.Context, t *Target) (*conn, error) {
 // dial opens a new authenticated connection to t, through a pooled
 // connection to its jump host when it has one.
 func (p *Pool) dial(ctx context.Context, t *Target) (*ssh.Client, error) {
+	if t.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.ConnectTimeout,
+			fmt.Errorf("target %q: connect to %s: no connection within its ConnectTimeout (%v)", t.Name, t.addr(), t.ConnectTimeout))
+		defer cancel()
+	}
 	if t.Jump == nil {
 		tcp, err := dialTCP(ctx, t)
 		if err != nil {

@@ -62,6 +62,16 @@ type Target struct {
 	// up the command even when nothing else can stop it. stdout and stderr
 	// then arrive merged on stdout, with CRLF line ends.
 	UsePTY bool
+	// HostKeyAlias is the name the host key is looked up under in
+	// KnownHostsPath instead of Host:Port, as OpenSSH's HostKeyAlias;
+	// empty means Host:Port.
+	HostKeyAlias string
+	// ConnectTimeout bounds each new connection's TCP connect (or tunnel)
+	// and handshake; zero means only the caller's context bounds them.
+	ConnectTimeout time.Duration
+	// AgentSocket is the ssh-agent's socket when Auth.Agent is set; empty
+	// means $SSH_AUTH_SOCK.
+	AgentSocket string
 }
 
 // StopMode is how a running command is stopped.
@@ -174,7 +184,7 @@ func (t *Target) poolKey() string {
 	if t.Auth.Agent {
 		agent[0] = 1
 	}
-	for _, b := range [][]byte{[]byte(t.KnownHostsPath), []byte(t.HostKey), t.Auth.PrivateKey, t.Auth.Passphrase, t.Auth.Password, agent, t.Auth.Certificate} {
+	for _, b := range [][]byte{[]byte(t.KnownHostsPath), []byte(t.HostKey), t.Auth.PrivateKey, t.Auth.Passphrase, t.Auth.Password, agent, t.Auth.Certificate, []byte(t.HostKeyAlias), []byte(t.AgentSocket)} {
 		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
 		h.Write(b)
 	}

@@ -74,6 +74,8 @@ Usage:
   actiongw secret delete NAME       remove a secret
   actiongw secret list [-config P]  names the config references, present or not
   actiongw check [-config PATH]     validate config, secrets and targets
+  actiongw import ssh-config [-hosts PATTERN] [-write]
+                                    targets from ~/.ssh/config, keys into the keyring
   actiongw audit verify [-config P] check the audit log's hash chain
   actiongw audit tail [-n N] [-f]   print recent audit records
   actiongw audit seal [-config P]   move a damaged audit log aside, start a new chain
@@ -101,6 +103,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.check(ctx, rest)
 	case "audit":
 		return c.audit(ctx, rest)
+	case "import":
+		return c.importCmd(ctx, rest)
 	case "version":
 		info, _ := debug.ReadBuildInfo()
 		fmt.Fprintf(c.stdout, "actiongw %s\n", versionString(version, info))

@@ -64,14 +64,24 @@ func (c *cli) secretSet(ctx context.Context, args []string) error {
 		return fmt.Errorf("secret set: %w", err)
 	}
 	defer clear(value)
-	if len(value) < redact.MinSecretLen {
-		// It could not be redacted from output without mangling it.
-		return fmt.Errorf("secret set: %w", &redact.ShortSecretError{Name: name})
-	}
-	if err := c.keyring().Set(ctx, name, value); err != nil {
+	if err := c.storeSecret(ctx, c.stdout, name, value); err != nil {
 		return fmt.Errorf("secret set: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "stored secret %q (%d bytes) in the OS keyring\n", name, len(value))
+	return nil
+}
+
+// storeSecret stores value in the keyring under name and says so on out:
+// what secret set does once it has the value, and import ssh-config with a
+// key file.
+func (c *cli) storeSecret(ctx context.Context, out io.Writer, name string, value []byte) error {
+	if len(value) < redact.MinSecretLen {
+		// It could not be redacted from output without mangling it.
+		return &redact.ShortSecretError{Name: name}
+	}
+	if err := c.keyring().Set(ctx, name, value); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "stored secret %q (%d bytes) in the OS keyring\n", name, len(value))
 	return nil
 }
 

@@ -235,16 +235,7 @@ func TestSecretSetPrompt(t *testing.T) {
 
 	cmd := exec.Command(bin, "secret", "set", name)
 	cmd.Env = append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+kr.Service)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	screen := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(master) // ends with EIO once the command exits
-		screen <- b
-	}()
+	screen := startOnPTY(t, cmd, master, slave)
 
 	// Type only once the prompt has turned echo off, as a person would.
 	testenv.WaitFor(t, 30*time.Second, "the prompt to turn echo off", func() bool {
@@ -270,6 +261,24 @@ func TestSecretSetPrompt(t *testing.T) {
 	if err != nil || string(v.Reveal()) != value {
 		t.Errorf("keyring: got %q, %v; want %q", v.Reveal(), err, value)
 	}
+}
+
+// startOnPTY starts cmd with the terminal slave as its controlling
+// terminal and stdin, stdout and stderr; the channel gets all it wrote
+// once it exited.
+func startOnPTY(t *testing.T, cmd *exec.Cmd, master, slave *os.File) <-chan []byte {
+	t.Helper()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	screen := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(master) // ends with EIO once the command exits
+		screen <- b
+	}()
+	return screen
 }
 
 // openPTY opens a pseudo-terminal pair.

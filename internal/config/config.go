@@ -83,6 +83,11 @@ type Server struct {
 	// AuditRotateBytes is the size at which the audit log is rotated; the
 	// hash chain continues in the next file.
 	AuditRotateBytes int64 `toml:"audit_rotate_bytes" default:"67108864"`
+	// SSHConfig is the OpenSSH client config whose Host aliases a
+	// target's host may name; "~/" is expanded. The default is read only
+	// when it exists, another file must exist; "none" reads none. See
+	// resolveSSHConfig.
+	SSHConfig string `toml:"ssh_config" default:"~/.ssh/config"`
 }
 
 // SSHTarget is one host an agent may run commands on.
@@ -163,6 +168,19 @@ type SSHTarget struct {
 	// instead. At most one of them; empty offers no certificate.
 	Certificate       string `toml:"certificate"`
 	CertificateSecret string `toml:"certificate_secret"`
+
+	// Set from the ssh config when host is a Host alias in it, when the
+	// config loads; no TOML keys. HostKeyAlias is the name known_hosts
+	// records the host key under, empty for host:port. ConnectTimeout
+	// bounds each connection's dial and handshake; zero leaves only the
+	// action's timeout. IdentityAgent is the ssh-agent socket of a target
+	// with agent = true; empty means $SSH_AUTH_SOCK. ProxyJump is the
+	// chain of hops to tunnel through when jump is not set; empty connects
+	// directly.
+	HostKeyAlias   string        `toml:"-"`
+	ConnectTimeout time.Duration `toml:"-"`
+	IdentityAgent  string        `toml:"-"`
+	ProxyJump      []SSHHop      `toml:"-"`
 }
 
 // MaxEnv, MaxEnvValueBytes and MaxCwdBytes bound the environment and the
@@ -367,6 +385,13 @@ func Parse(data []byte) (*Config, error) {
 		return nil, &Error{Problems: problems}
 	}
 	cfg.setTargetDefaults()
+	set := func(target, key string) bool { return md.IsDefined("ssh", target, key) }
+	if problems := cfg.resolveSSHConfig(set); len(problems) > 0 {
+		for _, p := range problems {
+			p.Line = fieldLine(data, p.Field)
+		}
+		return nil, &Error{Problems: problems}
+	}
 	if err := cfg.Validate(); err != nil {
 		e := &Error{}
 		for _, err := range err.(interface{ Unwrap() []error }).Unwrap() {

@@ -221,7 +221,9 @@ func tomlKeys(structs ...any) []string {
 	for _, s := range structs {
 		rt := reflect.TypeOf(s)
 		for i := range rt.NumField() {
-			keys = append(keys, rt.Field(i).Tag.Get("toml"))
+			if k := rt.Field(i).Tag.Get("toml"); k != "-" { // "-": set in code, not in the file
+				keys = append(keys, k)
+			}
 		}
 	}
 	return keys
