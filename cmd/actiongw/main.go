@@ -164,6 +164,11 @@ func (c *cli) loadConfig(path string) (*config.Config, error) {
 		path = config.DefaultPath(c.getenv)
 	}
 	cfg, err := config.Load(path)
+	if err == nil {
+		for _, w := range cfg.Warnings {
+			newLogger(c.stderr, "warn").Warn(w, "path", path)
+		}
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no config at %s (create one from config.example.toml, or pass -config PATH)", path)
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	Server Server                   `toml:"server"`
 	SSH    map[string]*SSHTarget    `toml:"ssh"`
 	HTTP   map[string]*HTTPEndpoint `toml:"http"`
+	// Warnings are what loading found wrong but could go on without (the
+	// default ssh config unreadable); serve logs them and check shows
+	// them.
+	Warnings []string `toml:"-"`
 }
 
 // Server holds the limits of the server itself.

@@ -375,6 +375,12 @@ func (c *Config) resolveSSHConfig(set func(target, key string) bool) []*FieldErr
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		return []*FieldError{{Field: "server.ssh_config", Reason: fmt.Sprintf("%s does not exist; name an OpenSSH client config, or set ssh_config = %q", path, sshConfigOff)}}
+	case err != nil && isDefault:
+		// Not asked for by name: a line the parser cannot take must not
+		// keep a config that names no alias from loading.
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the ssh config was not read, so no target's host is taken as a Host alias of it: %v; "+
+			"fix it, or set ssh_config = %q in [server] to not read it", err, sshConfigOff))
+		return nil
 	case err != nil:
 		return []*FieldError{{Field: "server.ssh_config", Reason: fmt.Sprintf("ssh config %v; fix it, or set ssh_config = %q in [server] to not read it", err, sshConfigOff)}}
 	}

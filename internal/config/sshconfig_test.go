@@ -340,3 +340,31 @@ Host under_score bad:name
 		t.Errorf("-hosts web1*: got %+v, %v; want web1 and web1.lan", hosts, err)
 	}
 }
+
+// The default ssh config, not asked for by name, with a line the parser
+// cannot take does not keep the config from loading: it is a warning.
+func TestDefaultSSHConfigUnreadableIsAWarning(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte("Match user someone\n  Port 2222\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte("[ssh.web1]\nhost = \"web1.example.com\"\nuser = \"deploy\"\nkey_secret = \"web1-key\"\n"))
+	if err != nil {
+		t.Fatalf("Parse with an unreadable default ssh config: %v", err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `ssh_config = "none"`) {
+		t.Errorf("warnings %q; want one naming ssh_config", cfg.Warnings)
+	}
+	// Another file named explicitly, with the same line, is an error.
+	other := filepath.Join(home, "other_config")
+	if err := os.WriteFile(other, []byte("Match user someone\n  Port 2222\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse([]byte("[server]\nssh_config = \"" + other + "\"\n[ssh.web1]\nhost = \"web1.example.com\"\nuser = \"deploy\"\nkey_secret = \"web1-key\"\n")); err == nil {
+		t.Error("an unreadable ssh config named in [server] loaded without an error")
+	}
+}
