@@ -100,6 +100,16 @@ deny_commands = ["^echo denied"]
 	if note := f.gw.TakeNote(sizeOf(0)); !strings.Contains(note, "[server]") || !strings.Contains(note, "restart") {
 		t.Errorf("note after a [server] change: %q", note)
 	}
+	// ssh_config is no [server] change that waits: it took effect as the
+	// config loaded.
+	cfg = f.reparse(t, "")
+	cfg.Server.SSHConfig = "none"
+	if err := f.gw.Reload(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if note := f.gw.TakeNote(sizeOf(0)); note != "" {
+		t.Errorf("note after an ssh_config change: %q; want none", note)
+	}
 	if got, _ := f.gw.Config(); got.Server.ResultBytes != f.cfg.Server.ResultBytes {
 		t.Errorf("result_bytes %d in effect; want the start's %d", got.Server.ResultBytes, f.cfg.Server.ResultBytes)
 	}

@@ -113,13 +113,19 @@ func (g *Gateway) loadLocked(ctx context.Context, cfg *config.Config, loadErr er
 	if loadErr != nil {
 		return fail(loadErr)
 	}
-	if inEffect && cfg.Server != old.core.server {
-		// The spool and the audit log stay where they are: a copy keeps
-		// the [server] section in effect.
-		c := *cfg
-		c.Server = old.core.server
-		cfg = &c
-		note = "The configuration was reloaded, but changes to its [server] section take effect only when the server restarts."
+	// ssh_config took effect as the config loaded (it resolved the
+	// targets' aliases); the rest of [server] waits for a restart.
+	if inEffect {
+		kept := old.core.server
+		kept.SSHConfig = cfg.Server.SSHConfig
+		if cfg.Server != kept {
+			// The spool and the audit log stay where they are: a copy
+			// keeps the [server] section in effect.
+			c := *cfg
+			c.Server = kept
+			cfg = &c
+			note = "The configuration was reloaded, but changes to its [server] section take effect only when the server restarts."
+		}
 	}
 	tg, values, failed := loadTargets(ctx, cfg, g.store, g.log)
 	known := knownOf(old)
