@@ -165,6 +165,7 @@ const sudoFunc = `__agw_sudo() {
 	chmod 700 "$__agw_sd/askpass"
 	( printf '%s\n' "$__agw_pw" > "$__agw_sd/pw" ) 2>/dev/null &
 	__agw_sw=$!
+	unset __agw_pw # the writer has its copy; the command's shell has none
 	SUDO_ASKPASS="$__agw_sd/askpass" sudo -A -k -- "$@"
 	__agw_sr=$?
 	kill $__agw_sw 2>/dev/null
