@@ -105,6 +105,30 @@ func TestSudo(t *testing.T) {
 		}
 	})
 
+	t.Run("the dead-man switch stops root's processes too", func(t *testing.T) {
+		px := startProxy(t, s.Addr())
+		ptg := *tg
+		ptg.Name, ptg.Port = "proxied", px.port()
+		ptg.HostKey, ptg.KnownHostsPath = s.Fingerprint(), ""
+		ptg.Keepalive = time.Second
+		pp := newPool(t)
+		dir := t.TempDir()
+		done := make(chan output, 1)
+		go func() {
+			done <- sudoRun(t, ctx, pp, &ptg, Request{Sudo: true, SudoPassword: password,
+				Command: fmt.Sprintf(`trap '' TERM; sleep 1000 & echo $! > %[1]s/child; echo $$ > %[1]s/pid; wait`, dir)})
+		}()
+		pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second)
+		child := sshtest.ReadPID(t, filepath.Join(dir, "child"), 20*time.Second)
+		px.kill() // the client is gone: only the remote switch can stop them
+		<-done
+		for _, id := range []int{pid, child} {
+			if !sshtest.WaitGone(id, 30*time.Second) {
+				t.Errorf("root process %d still runs after the client was lost", id)
+			}
+		}
+	})
+
 	t.Run("refused on a pseudo-terminal", func(t *testing.T) {
 		pty := *tg
 		pty.UsePTY = true

@@ -95,6 +95,7 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 		kill -TERM -$$ $(__agw_marked) 2>/dev/null
 		sleep 1
 		kill -KILL $(__agw_marked) 2>/dev/null
+		@ROOTKILL@
 		kill -KILL -$$ 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	__agw_w=$!
@@ -126,7 +127,7 @@ func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 		line = armOn
 	}
 	quoted := shellQuote(req.Command)
-	pre, run := prelude(req.Dir, req.Env), "eval "+quoted
+	pre, run, rootKill := prelude(req.Dir, req.Env), "eval "+quoted, ":"
 	if req.Sudo {
 		// Under sudo, whose env_reset drops the environment: the run id
 		// and the variables go through env, as root.
@@ -136,11 +137,15 @@ func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 			run += " " + shellQuote(name+"="+req.Env[name])
 		}
 		run += " sh -c " + quoted
+		// The switch's user cannot kill root's processes: it kills them
+		// through sudo too, with its own copy of the password.
+		rootKill = "__agw_sudo sh -c " + shellQuote(strings.ReplaceAll(markedFunc, "@ID@", runID)+"kill -KILL $(__agw_marked) 2>/dev/null; exit 0")
 	}
 	return strings.NewReplacer(
 		"@ARM@", line,
 		"@PRE@", pre,
 		"@RUN@", run,
+		"@ROOTKILL@", rootKill,
 		"@ID@", runID,
 		"@N@", fmt.Sprint(len(req.Stdin)),
 		"@P@", fmt.Sprint(int(deadline.Round(time.Second)/time.Second)),
