@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -540,57 +539,6 @@ func SetPassword(t testing.TB) []byte {
 		t.Fatalf("chpasswd: %v: %s", err, out)
 	}
 	return pw
-}
-
-// SudoUser is the account EnableSudo lets run anything as root with its
-// password; it is separate from User and PasswordUser, whose settings
-// other tests change.
-const SudoUser = "actiongw-sudo"
-
-// sudoPasswordFile keeps SudoUser's password for every test process of a
-// run (the packages' tests run in parallel); only root reads it.
-const sudoPasswordFile = "/run/actiongw-test-sudo-password"
-
-// EnableSudo makes SudoUser able to run any command as root with sudo,
-// with a password (no cached credentials are relied on), and returns the
-// account and its password. It needs root, sudo and the account (see
-// EnsureUser); without them it ends t with testenv.Missing.
-func EnableSudo(t testing.TB) (string, []byte) {
-	t.Helper()
-	testenv.Root(t, "sudo tests: a sudoers rule and a password for "+SudoUser)
-	if _, err := exec.LookPath("sudo"); err != nil {
-		testenv.Missing(t, "sudo", "apt-get install sudo")
-	}
-	EnsureUser(t, SudoUser)
-	userMu.Lock()
-	defer userMu.Unlock()
-	f, err := os.OpenFile(sudoPasswordFile+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	rule := fmt.Sprintf("Defaults:%s lecture=never\n%s ALL=(ALL:ALL) ALL\n", SudoUser, SudoUser)
-	if err := os.WriteFile("/etc/sudoers.d/actiongw-test", []byte(rule), 0o440); err != nil {
-		t.Fatal(err)
-	}
-	if pw, err := os.ReadFile(sudoPasswordFile); err == nil && len(pw) > 0 {
-		return SudoUser, pw
-	}
-	b := make([]byte, 12)
-	rand.Read(b)
-	pw := []byte(hex.EncodeToString(b))
-	cmd := exec.Command("chpasswd")
-	cmd.Stdin = strings.NewReader(SudoUser + ":" + string(pw) + "\n")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chpasswd: %v: %s", err, out)
-	}
-	if err := os.WriteFile(sudoPasswordFile, pw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return SudoUser, pw
 }
 
 // WaitGone waits up to d for process pid to be gone and reports whether it is.
