@@ -3,11 +3,9 @@
 package sshexec
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,21 +27,6 @@ func sudoRun(t *testing.T, ctx context.Context, p *Pool, tg *Target, req Request
 		t.Fatalf("Run: %v", err)
 	}
 	return output{res, stdout.String(), stderr.String()}
-}
-
-// procsHolding lists the processes whose arguments or environment hold b
-// (the tests run as root, which reads every process's).
-func procsHolding(b []byte) []string {
-	var found []string
-	paths, _ := filepath.Glob("/proc/[0-9]*")
-	for _, dir := range paths {
-		for _, f := range []string{"cmdline", "environ"} {
-			if data, err := os.ReadFile(filepath.Join(dir, f)); err == nil && bytes.Contains(data, b) {
-				found = append(found, dir+"/"+f+": "+strings.ReplaceAll(string(data), "\x00", " "))
-			}
-		}
-	}
-	return found
 }
 
 func TestSudo(t *testing.T) {
@@ -90,7 +73,7 @@ func TestSudo(t *testing.T) {
 		}()
 		pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second)
 		child := sshtest.ReadPID(t, filepath.Join(dir, "child"), 20*time.Second)
-		if found := procsHolding(password); len(found) > 0 {
+		if found := sshtest.ProcsHolding(password); len(found) > 0 {
 			t.Errorf("the sudo password is visible in /proc:\n%s", strings.Join(found, "\n"))
 		}
 		cancel()

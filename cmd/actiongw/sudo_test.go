@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,13 +62,8 @@ sudo_secret = "sudo-wrong"
 		t.Fatal(err)
 	}
 	pid := waitPID(t, filepath.Join(dir, "pid"))
-	paths, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range paths {
-		for _, f := range []string{"cmdline", "environ"} {
-			if b, err := os.ReadFile(filepath.Join(d, f)); err == nil && bytes.Contains(b, password) {
-				t.Errorf("%s/%s holds the sudo password", d, f)
-			}
-		}
+	if found := sshtest.ProcsHolding(password); len(found) > 0 {
+		t.Errorf("the sudo password is visible in /proc:\n%s", strings.Join(found, "\n"))
 	}
 	s.client.Cancel(p.ID(), "test")
 	if !sshtest.WaitGone(pid, 10*time.Second) {

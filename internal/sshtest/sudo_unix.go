@@ -3,11 +3,13 @@
 package sshtest
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,4 +66,20 @@ func EnableSudo(t testing.TB) (string, []byte) {
 		t.Fatal(err)
 	}
 	return SudoUser, pw
+}
+
+// ProcsHolding lists the processes of this machine whose arguments or
+// environment hold b, as "/proc/PID/cmdline: ..." lines: what ps shows to
+// anyone (the tests run as root, which reads every process's).
+func ProcsHolding(b []byte) []string {
+	var found []string
+	paths, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range paths {
+		for _, f := range []string{"cmdline", "environ"} {
+			if data, err := os.ReadFile(filepath.Join(dir, f)); err == nil && bytes.Contains(data, b) {
+				found = append(found, dir+"/"+f+": "+strings.ReplaceAll(string(data), "\x00", " "))
+			}
+		}
+	}
+	return found
 }
