@@ -10,8 +10,11 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -421,5 +424,181 @@ func TestSFTPLarge(t *testing.T) {
 	}
 	if down.Bytes != size || down.SHA256 != want {
 		t.Fatalf("download: got %+v; want %d bytes, sha256 %s", down, size, want)
+	}
+}
+
+// benchSize is the file the SFTP benchmarks move; SSHEXEC_SFTP_BYTES sets
+// a smaller one for profiling.
+func benchSize() int64 {
+	if v, err := strconv.ParseInt(os.Getenv("SSHEXEC_SFTP_BYTES"), 10, 64); err == nil && v > 0 {
+		return v
+	}
+	return 1 << 30
+}
+
+// sftpBench is an sshd, a pool on it, and how to run OpenSSH's sftp client
+// against it with the same key and known_hosts.
+type sftpBench struct {
+	*sftpEnv
+	local string // a directory of this process for local files
+	key   string
+}
+
+func newSFTPBench(b *testing.B) *sftpBench {
+	s := sshtest.Start(b, sshtest.Options{})
+	dir, err := filepath.EvalSymlinks(s.UserDir(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := NewPool(nil)
+	b.Cleanup(func() { p.Close() })
+	e := &sftpBench{sftpEnv: &sftpEnv{s: s, p: p, tg: target(s), dir: dir}, local: b.TempDir()}
+	e.key = filepath.Join(e.local, "id")
+	if err := os.WriteFile(e.key, s.ClientKey, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// openssh runs OpenSSH's sftp client with one batch command.
+func (e *sftpBench) openssh(b *testing.B, command string) {
+	cmd := exec.Command("sftp", "-q", "-F", "/dev/null", "-i", e.key, "-P", strconv.Itoa(e.s.Port),
+		"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile="+e.s.KnownHosts,
+		"-o", "HostKeyAlgorithms=ssh-ed25519", "-b", "-", e.s.User+"@"+e.s.Host)
+	cmd.Stdin = strings.NewReader(command + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("sftp %s: %v: %s", command, err, out)
+	}
+}
+
+func writeRandomFile(b *testing.B, name string, size int64) {
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(f, io.LimitReader(rand.NewChaCha8([32]byte{3}), size)); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Chmod(name, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// reportRatio reports both clients' MB/s and ours over theirs.
+func reportRatio(b *testing.B, size int64, ours, theirs time.Duration) {
+	n := float64(b.N) * float64(size) / 1e6
+	b.ReportMetric(n/ours.Seconds(), "sshexec-MB/s")
+	b.ReportMetric(n/theirs.Seconds(), "openssh-MB/s")
+	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "ratio")
+}
+
+// BenchmarkSFTPDownload downloads a file of 1 GiB into a local file with
+// Lease.Download and with OpenSSH's sftp client (`get`) from the same
+// sshd, alternating the two in each iteration so that both see the same
+// machine load, and reports each one's MB/s and their ratio.
+func BenchmarkSFTPDownload(b *testing.B) {
+	size := benchSize()
+	e := newSFTPBench(b)
+	src := filepath.Join(e.dir, "src")
+	writeRandomFile(b, src, size)
+	oursPath, theirsPath := filepath.Join(e.local, "ours"), filepath.Join(e.local, "theirs")
+	var ours, theirs time.Duration
+	for b.Loop() {
+		start := time.Now()
+		f, err := os.Create(oursPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := e.p.Acquire(context.Background(), e.tg, forever)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := l.Download(context.Background(), DownloadRequest{Path: src, W: f})
+		if err != nil || res.Bytes != size {
+			b.Fatalf("got %+v, %v", res, err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		ours += time.Since(start)
+
+		start = time.Now()
+		e.openssh(b, "get "+src+" "+theirsPath)
+		theirs += time.Since(start)
+	}
+	reportRatio(b, size, ours, theirs)
+}
+
+// BenchmarkSFTPUpload uploads a local file of 1 GiB with Lease.Upload and
+// with OpenSSH's sftp client (`put`) to the same sshd, as
+// BenchmarkSFTPDownload does.
+func BenchmarkSFTPUpload(b *testing.B) {
+	size := benchSize()
+	e := newSFTPBench(b)
+	src := filepath.Join(e.local, "src")
+	writeRandomFile(b, src, size)
+	var ours, theirs time.Duration
+	for b.Loop() {
+		start := time.Now()
+		f, err := os.Open(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := e.p.Acquire(context.Background(), e.tg, forever)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := l.Upload(context.Background(), UploadRequest{Path: filepath.Join(e.dir, "ours"), R: f, Size: size, Overwrite: true})
+		f.Close()
+		if err != nil || res.Bytes != size {
+			b.Fatalf("got %+v, %v", res, err)
+		}
+		ours += time.Since(start)
+
+		start = time.Now()
+		e.openssh(b, "put "+src+" "+filepath.Join(e.dir, "theirs"))
+		theirs += time.Since(start)
+	}
+	reportRatio(b, size, ours, theirs)
+}
+
+// TestSFTPWedged freezes the server in the middle of transfers and cancels
+// them: they end once the keepalive finds the connection dead, say that
+// the temporary file may remain (nothing could remove it), and the next
+// transfer works on a new connection.
+func TestSFTPWedged(t *testing.T) {
+	e := newSFTPEnv(t)
+	e.tg.Keepalive = 300 * time.Millisecond
+	src := filepath.Join(e.dir, "src")
+	if err := os.WriteFile(src, randomBytes(32<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stopped by the test")
+	freezeAndCancel := func(cancel context.CancelCauseFunc) func() {
+		return func() { e.s.Freeze(); cancel(stop) }
+	}
+
+	t.Run("download", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(transferCtx(t))
+		var once sync.Once
+		w := &cancelAfterWriter{after: 1 << 20, cancel: func() { once.Do(freezeAndCancel(cancel)) }}
+		if _, err := e.lease(t).Download(ctx, DownloadRequest{Path: src, W: w}); !errors.Is(err, stop) {
+			t.Fatalf("got %v; want the cancel's cause", err)
+		}
+	})
+	t.Run("upload", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(transferCtx(t))
+		var once sync.Once
+		r := &cancelAfterReader{after: 1 << 20, cancel: func() { once.Do(freezeAndCancel(cancel)) }}
+		_, err := e.lease(t).Upload(ctx, UploadRequest{Path: filepath.Join(e.dir, "dest"), R: r, Size: -1})
+		if !errors.Is(err, stop) || !strings.Contains(err.Error(), "may remain") {
+			t.Fatalf("got %v; want the cancel's cause and that the temporary file may remain", err)
+		}
+	})
+	if _, err := e.upload(t, UploadRequest{Path: filepath.Join(e.dir, "after"), R: strings.NewReader("x"), Size: 1}); err != nil {
+		t.Fatalf("upload after the freezes: %v", err)
 	}
 }
