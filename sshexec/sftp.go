@@ -49,7 +49,8 @@ type UploadRequest struct {
 	// error from it refuses the upload and is returned as is. nil allows
 	// every path.
 	Check func(realPath string) error
-	// R is read until end of file for the file's content.
+	// R is read until end of file for the file's content; nil is an empty
+	// file.
 	R io.Reader
 	// Size is the number of bytes R holds; -1 means unknown. A known size
 	// above MaxBytes is refused before anything is sent, and R holding
@@ -205,6 +206,23 @@ func checkPath(p string) error {
 	return nil
 }
 
+// fileKind names the type of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
+}
+
 // failed maps an error of a step: ctx's cause when ctx has ended (the step
 // failed because the transfer was stopped), else err in context.
 func (s *sftpSession) failed(ctx context.Context, step string, err error) error {
@@ -251,7 +269,7 @@ func (l *Lease) Download(ctx context.Context, req DownloadRequest) (*TransferRes
 		return nil, s.failed(ctx, "stat "+real, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &PathError{Path: real, Reason: fmt.Sprintf("it is not a regular file (%v)", fi.Mode().Type())}
+		return nil, &PathError{Path: real, Reason: "it is " + fileKind(fi.Mode()) + ", not a regular file"}
 	}
 	f, err := s.c.Open(real)
 	if err != nil {
@@ -404,7 +422,7 @@ func (s *sftpSession) checkDest(ctx context.Context, dest string, overwrite bool
 		// Renaming would replace the link, not the file it points to.
 		return &PathError{Path: dest, Reason: "it is a symbolic link; upload to the path it points to"}
 	case !fi.Mode().IsRegular():
-		return &PathError{Path: dest, Reason: fmt.Sprintf("it exists and is not a regular file (%v)", fi.Mode().Type())}
+		return &PathError{Path: dest, Reason: "it is " + fileKind(fi.Mode()) + ", not a regular file to replace"}
 	case !overwrite:
 		return &ExistsError{Path: dest}
 	}
@@ -420,6 +438,9 @@ func (s *sftpSession) write(ctx context.Context, tmp string, req UploadRequest) 
 		return nil, s.failed(ctx, "create a temporary file in "+path.Dir(tmp), err)
 	}
 	m := &upMeter{ctx: ctx, r: req.R, limit: req.MaxBytes, h: sha256.New()}
+	if m.r == nil {
+		m.r = strings.NewReader("")
+	}
 	err = s.fill(ctx, f, m, req)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = s.failed(ctx, "close "+tmp, cerr)
