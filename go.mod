@@ -15,7 +15,12 @@ require (
 	golang.org/x/term v0.48.0
 )
 
-require github.com/kevinburke/ssh_config v1.6.0
+require (
+	github.com/kevinburke/ssh_config v1.6.0
+	github.com/pkg/sftp v1.13.12
+)
+
+require github.com/kr/fs v0.1.0 // indirect
 
 require (
 	github.com/danieljoos/wincred v1.2.3 // indirect

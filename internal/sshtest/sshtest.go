@@ -40,7 +40,8 @@ const User = "actiongw-test"
 const PasswordUser = "actiongw-pw"
 
 // Options change the server's configuration. The zero value is a server with
-// OpenSSH's defaults for everything not needed to run it in a temp dir.
+// OpenSSH's defaults for everything not needed to run it in a temp dir, and
+// with the SFTP subsystem (internal-sftp).
 type Options struct {
 	// MaxSessions is sshd's MaxSessions; zero keeps OpenSSH's default (10).
 	MaxSessions int
@@ -223,6 +224,8 @@ func (s *Server) writeConfig(opts Options, hostKeys []string) {
 		"PrintLastLog no",
 		"MaxStartups 100",
 		"LogLevel VERBOSE",
+		// In-process, so no sftp-server path to find.
+		"Subsystem sftp internal-sftp",
 	}
 	for _, k := range hostKeys {
 		lines = append(lines, "HostKey "+k)
