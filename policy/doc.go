@@ -6,4 +6,6 @@
 // the whole command, a deny pattern matches anywhere in it, deny wins, and a
 // target with an allow list denies whatever the list does not match. HTTP
 // requests are checked against the endpoint's methods and path patterns.
+// File transfer paths are checked against allow and deny globs (Paths) on
+// the path as the server resolved it.
 package policy

@@ -11,5 +11,13 @@
 // Remote commands run under a POSIX login shell (sh, bash, dash, zsh): each
 // command is prefixed with a line that reports the process group of the
 // remote shell, so that a command can be stopped even when the server
-// refuses "signal" requests.
+// refuses "signal" requests. A command may run in a given directory, with
+// given environment variables, and as root under sudo with the password
+// sent on stdin (see Request).
+//
+// Files move over SFTP on a session of the same pooled connection
+// (Lease.Download, Lease.Upload): paths are resolved on the server and
+// checked by the caller before anything is read or written, and an upload
+// is written to a temporary name and renamed into place, so the
+// destination is never half-written.
 package sshexec
