@@ -108,11 +108,13 @@ else
 fi`
 
 // The lines that set @ARM@: not armed; armed without stdin; armed with a
-// FIFO for stdin, or not armed when it cannot be made.
+// FIFO for stdin, or not armed when it cannot be made. The watcher reads
+// with head: where the PATH has none, it would take the first read for a
+// lost client and stop the command at once, so it is not armed.
 const (
 	armOff  = `__agw_a= __agw_f=`
-	armOn   = `__agw_a=1 __agw_f=`
-	armFIFO = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
+	armOn   = `__agw_a= __agw_f=; command -v head >/dev/null 2>&1 && __agw_a=1`
+	armFIFO = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; command -v head >/dev/null 2>&1 && mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
 )
 
 // wrap returns the script that runs req's command on the target; see
