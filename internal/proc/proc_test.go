@@ -60,7 +60,11 @@ func TestAliveAndParent(t *testing.T) {
 	if !proc.Alive(pid) || proc.Parent(pid) != os.Getpid() {
 		t.Errorf("running child: alive %v, parent %d; want alive, parent %d", proc.Alive(pid), proc.Parent(pid), os.Getpid())
 	}
-	if got := proc.Command(pid); got != "sleep 10" {
+	// Start returns once the exec is past its point of no return; the
+	// kernel fills in the new arguments a moment later.
+	var got string
+	testenv.Eventually(10*time.Second, func() bool { got = proc.Command(pid); return got == "sleep 10" })
+	if got != "sleep 10" {
 		t.Errorf("Command: got %q; want %q", got, "sleep 10")
 	}
 	if got := proc.Name(pid); got != "sleep" {
