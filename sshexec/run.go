@@ -264,11 +264,20 @@ func runContext(ctx context.Context, timeout time.Duration) (_ context.Context, 
 	return ctx, cancel, func() { cancelTimeout(); cancel(nil) }
 }
 
+// errLeaseUsed is returned by a second use of a lease, or a use after
+// Release.
+var errLeaseUsed = errors.New("sshexec: lease already used or released")
+
+// take claims the lease's one use: false when it was used or released.
+func (l *Lease) take() bool {
+	taken := false
+	l.once.Do(func() { taken = true })
+	return taken
+}
+
 func (l *Lease) run(ctx context.Context, cancel context.CancelCauseFunc, start time.Time, req Request) (*Result, error) {
-	ran := false
-	l.once.Do(func() { ran = true })
-	if !ran {
-		return nil, errors.New("sshexec: lease already used or released")
+	if !l.take() {
+		return nil, errLeaseUsed
 	}
 	defer l.conn.release()
 	r := &run{pool: l.pool, conn: l.conn, target: l.target, req: req, start: start, cancel: cancel, runID: newRunID()}

@@ -130,10 +130,8 @@ type sftpSession struct {
 // a cancel gets. The session must be ended with end, which also releases
 // the lease.
 func (l *Lease) startSFTP(ctx context.Context, grace time.Duration) (*sftpSession, error) {
-	ran := false
-	l.once.Do(func() { ran = true })
-	if !ran {
-		return nil, errors.New("sshexec: lease already used or released")
+	if !l.take() {
+		return nil, errLeaseUsed
 	}
 	s := &sftpSession{l: l}
 	s.readers.Add(2)
