@@ -297,10 +297,13 @@ func (g *Gateway) runningResult(act *liveAction) *ToolResult {
 	}
 	streams := act.snapshots()
 	structured, named, what, _ := act.a.finish(&ended{status: StatusRunning, duration: time.Since(act.started)}, act.handle, streams)
-	first := act.a.streams[0] // every action kind has a stream
 	what += fmt.Sprintf(" It goes on in the background until it ends or its timeout. "+
-		`Wait for it: action_status {"handle":%q,"wait_s":30}; follow its %s: read_output {"handle":%q,"stream":%q,"offset":%d,"wait_s":30}; stop it: cancel_action {"handle":%q}.`,
-		act.handle, first, act.handle, first, streams[0].Bytes, act.handle)
+		`Wait for it: action_status {"handle":%q,"wait_s":30}; `, act.handle)
+	if len(streams) > 0 { // an upload has none
+		first := act.a.streams[0]
+		what += fmt.Sprintf(`follow its %s: read_output {"handle":%q,"stream":%q,"offset":%d,"wait_s":30}; `, first, act.handle, first, streams[0].Bytes)
+	}
+	what += fmt.Sprintf(`stop it: cancel_action {"handle":%q}.`, act.handle)
 	return g.result(act.core, structured, false, nil, what, act.handle, named...)
 }
 

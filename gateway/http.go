@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
@@ -109,7 +110,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		},
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},
-		execute: func(ctx context.Context, w []io.Writer) *ended {
+		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
 			res, err := g.http.Do(ctx, he.endpoint, req, w[0])
 			if err != nil {
 				// Nothing was sent: a refused path, header or body.

@@ -40,8 +40,10 @@ type action struct {
 	streams []string
 	// execute runs the action until ctx ends (its deadline is the
 	// action's timeout, its cause a *timeoutError then), writing each
-	// stream into the writer at its index, and says how it ended.
-	execute func(ctx context.Context, w []io.Writer) *ended
+	// stream into the writer at its index, and says how it ended. Bytes it
+	// moves that go to no stream (an upload's) it adds to moved, for
+	// progress.
+	execute func(ctx context.Context, w []io.Writer, moved *atomic.Int64) *ended
 	// finish builds the tool's structured result from how the action
 	// ended and its streams, with the streams it holds for shrinking, a
 	// sentence on what ran, and whether the call failed.
@@ -61,6 +63,10 @@ type ended struct {
 	// attempts and headers are an HTTP request's.
 	attempts int
 	headers  map[string]string
+	// rule is the rule that denied an action while it ran (a path that
+	// resolved outside allow_paths), and transfer a file transfer's.
+	rule     string
+	transfer *sshexec.TransferResult
 }
 
 // Progress receives the bytes an action received so far.
@@ -182,7 +188,7 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 	go func() {
 		defer g.wg.Done()
 		g.active.Add(1)
-		e := a.execute(dctx, act.writers())
+		e := a.execute(dctx, act.writers(), &act.received)
 		// Ended under the streams' locks: a snapshot may be reading them.
 		act.endStreams(e.status.cutShort())
 		out.Finish()
@@ -198,7 +204,10 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 			Kind: "outcome", Handle: out.Handle(), Tool: intent.Tool, Target: intent.Target,
 			Status: string(e.status), ExitCode: e.exitCode, Signal: e.signal, HTTPStatus: e.httpStatus,
 			DurationMS: e.duration.Milliseconds(), Reason: e.reason, RemoteStopped: e.remoteStopped,
-			Streams: map[string]audit.Stream{},
+			Streams: map[string]audit.Stream{}, Rule: e.rule,
+		}
+		if t := e.transfer; t != nil {
+			outcome.Path, outcome.Size, outcome.SHA256 = t.Path, t.Bytes, t.SHA256
 		}
 		for i, st := range streams {
 			outcome.Streams[a.streams[i]] = audit.Stream{Bytes: st.Bytes, SHA256: st.SHA256}

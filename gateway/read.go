@@ -17,7 +17,7 @@ type (
 // ReadOutputInput is the input of the read_output tool.
 type ReadOutputInput struct {
 	Handle string  `json:"handle" jsonschema:"handle of an action, from its result or list_actions"`
-	Stream string  `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
+	Stream string  `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request, file for ssh_download"`
 	Offset int64   `json:"offset,omitempty" jsonschema:"byte offset in the whole stream; negative counts back from the end; not with line"`
 	From   string  `json:"from,omitempty" jsonschema:"start (default) or end: with end, offset counts back from the end of the stream; not with line"`
 	Line   int64   `json:"line,omitempty" jsonschema:"first line to read, counting from 1, instead of offset"`
@@ -76,7 +76,7 @@ func (g *Gateway) ReadOutput(ctx context.Context, in ReadOutputInput) *ToolResul
 // SearchOutputInput is the input of the search_output tool.
 type SearchOutputInput struct {
 	Handle     string `json:"handle" jsonschema:"handle of an action, from its result or list_actions"`
-	Stream     string `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request"`
+	Stream     string `json:"stream" jsonschema:"stdout or stderr for ssh_exec, body for http_request, file for ssh_download"`
 	Pattern    string `json:"pattern" jsonschema:"RE2 regular expression, matched line by line"`
 	MaxMatches int    `json:"max_matches,omitempty" jsonschema:"most matches to return (default 20, at most 200)"`
 	Context    int    `json:"context,omitempty" jsonschema:"lines to return before and after each match, 0 to 10, like grep -C"`

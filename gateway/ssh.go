@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
@@ -62,19 +63,9 @@ var sshStatus = map[sshexec.Status]Status{
 
 // SSHExec runs one command on a configured SSH target.
 func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progress) *ToolResult {
-	s, fail := g.ready()
+	s, st, fail := g.sshTarget(ctx, in.Target)
 	if fail != nil {
 		return fail
-	}
-	st, ok := s.ssh[in.Target]
-	if ok && st.err != nil {
-		// A reload may have changed or removed the target meanwhile.
-		s = g.refreshed(ctx, s)
-		st, ok = s.ssh[in.Target]
-	}
-	if !ok {
-		_, isHTTP := s.http[in.Target]
-		return g.failure("%s", unknownTarget("SSH target", in.Target, names(s.ssh), isHTTP, "http_request", "endpoint"))
 	}
 	var lease *sshexec.Lease
 	var dir string
@@ -113,16 +104,9 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 			return nil
 		},
 		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
-		reserve: func(ctx context.Context, wait time.Duration) (func(), error) {
-			var err error
-			lease, err = g.ssh.Acquire(ctx, st.target, wait)
-			if err != nil {
-				return nil, err
-			}
-			return lease.Release, nil // after Run, a no-op
-		},
+		reserve: g.reserveSession(st, &lease),
 		streams: []string{"stdout", "stderr"},
-		execute: func(ctx context.Context, w []io.Writer) *ended {
+		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
 			req := sshexec.Request{Command: in.Command, Dir: dir, Env: env, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1],
 				Sudo: in.Sudo, SudoPassword: st.sudoPassword}
 			if in.Stdin != "" {
@@ -144,12 +128,45 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 				DurationMS: e.duration.Milliseconds(), Stdout: s[0], Stderr: s[1], RemoteStopped: e.remoteStopped, Reason: e.reason}
 			isError := out.Status != StatusExited || out.ExitCode == nil || *out.ExitCode != 0
 			if in.Sudo && isError && strings.Contains(s[1].Head+s[1].Tail, "incorrect password") {
-				out.Reason = strings.TrimPrefix(out.Reason+"; ", "; ") + fmt.Sprintf("sudo refused the password of keyring item %q (sudo_secret of %s): store the right one with: actiongw secret set %s", st.sudoSecret, in.Target, st.sudoSecret)
+				out.Reason = joinReason(out.Reason, fmt.Sprintf("sudo refused the password of keyring item %q (sudo_secret of %s): store the right one with: actiongw secret set %s", st.sudoSecret, in.Target, st.sudoSecret))
 			}
 			return out, []output.NamedStream{{Name: "stdout", Summary: &out.Stdout}, {Name: "stderr", Summary: &out.Stderr}},
 				describeSSH(out, g.redactString(in.Command)), isError
 		},
 	}, progress, in.WaitS)
+}
+
+// sshTarget returns the current state and its SSH target name, or the
+// failure that says why there is none.
+func (g *Gateway) sshTarget(ctx context.Context, name string) (*state, *sshTarget, *ToolResult) {
+	s, fail := g.ready()
+	if fail != nil {
+		return nil, nil, fail
+	}
+	st, ok := s.ssh[name]
+	if ok && st.err != nil {
+		// A reload may have changed or removed the target meanwhile.
+		s = g.refreshed(ctx, s)
+		st, ok = s.ssh[name]
+	}
+	if !ok {
+		_, isHTTP := s.http[name]
+		return nil, nil, g.failure("%s", unknownTarget("SSH target", name, names(s.ssh), isHTTP, "http_request", "endpoint"))
+	}
+	return s, st, nil
+}
+
+// reserveSession is an action's reserve for one SSH session of st, which
+// it leases into *lease.
+func (g *Gateway) reserveSession(st *sshTarget, lease **sshexec.Lease) func(ctx context.Context, wait time.Duration) (func(), error) {
+	return func(ctx context.Context, wait time.Duration) (func(), error) {
+		l, err := g.ssh.Acquire(ctx, st.target, wait)
+		if err != nil {
+			return nil, err
+		}
+		*lease = l
+		return l.Release, nil // once the lease is used, a no-op
+	}
 }
 
 // seconds turns an agent's seconds into a duration: 0 for none or less,

@@ -12,9 +12,14 @@ const (
 
 // Statuses of HTTP requests.
 const (
-	StatusOK        Status = "ok"         // a 1xx, 2xx or 3xx response, body read whole
+	StatusOK        Status = "ok"         // a 1xx, 2xx or 3xx response, body read whole; a file moved whole
 	StatusHTTPError Status = "http_error" // a 4xx or 5xx response, body read whole
 	StatusBodyLimit Status = "body_limit" // the body went on past the drain cap and was cut
+)
+
+// Statuses of file transfers; a transfer that ended well is StatusOK.
+const (
+	StatusSizeLimit Status = "size_limit" // the file went on past max_download_bytes; what arrived is kept
 )
 
 // Statuses of every kind of action.

@@ -44,6 +44,10 @@ type sshTarget struct {
 	allowSudo    bool
 	sudoSecret   string
 	sudoPassword []byte
+	// paths are the rules of file transfers, bounded by maxUpload and
+	// maxDownload bytes.
+	paths                  *policy.Paths
+	maxUpload, maxDownload int64
 }
 
 // httpEndpoint is a configured HTTP endpoint, ready to use.
@@ -132,7 +136,8 @@ func secretBytes(name string, values map[string]secrets.Value, errs map[string]e
 func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
 	c := cfg.SSH[name]
 	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes,
-		cwd: c.Cwd, env: c.Env, allowEnv: c.AllowEnv, allowSudo: c.AllowSudo, sudoSecret: c.SudoSecret}
+		cwd: c.Cwd, env: c.Env, allowEnv: c.AllowEnv, allowSudo: c.AllowSudo, sudoSecret: c.SudoSecret,
+		paths: &policy.Paths{Target: name, Allow: c.AllowPaths, Deny: c.DenyPaths}, maxUpload: c.MaxUploadBytes, maxDownload: c.MaxDownloadBytes}
 	// Patterns were compiled once by Validate; this cannot fail.
 	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
 	if st.err != nil {

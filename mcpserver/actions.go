@@ -41,10 +41,32 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.HTTPRequestInput) (*mcp.CallToolResult, *gateway.HTTPRequestOutput, error) {
 		return toolResult[*gateway.HTTPRequestOutput](gw.HTTPRequest(ctx, in, progress(ctx, req, env)))
 	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "ssh_download",
+		Description: "Read a file from a configured SSH target over SFTP, within the target's allow_paths. Returns the " +
+			"file's size, mode, mtime, bytes read and sha256, and the first and last lines of its content (a binary " +
+			"file is described, not shown), with a handle: read_output and search_output with stream file give the " +
+			"rest, and ssh_upload with from_handle copies it to a target without it passing through the model.",
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), ReadOnlyHint: true},
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHDownloadInput) (*mcp.CallToolResult, *gateway.SSHDownloadOutput, error) {
+		return toolResult[*gateway.SSHDownloadOutput](gw.SSHDownload(ctx, in, progress(ctx, req, env)))
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "ssh_upload",
+		Description: "Write a file on a configured SSH target over SFTP, within the target's allow_paths, atomically: " +
+			"a temporary file in the same directory is written, synced and renamed over the path, so the file is " +
+			"never half-written. Give content (utf8 or base64), or from_handle and from_stream to send an earlier " +
+			"action's stream kept whole (an HTTP body, a downloaded file). An existing file is replaced only with " +
+			"overwrite. Returns the bytes sent and their sha256.",
+		InputSchema: inputSchema[gateway.SSHUploadInput](map[string][]string{"encoding": {"utf8", "base64"}, "from_stream": streamNames}),
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHUploadInput) (*mcp.CallToolResult, *gateway.SSHUploadOutput, error) {
+		return toolResult[*gateway.SSHUploadOutput](gw.SSHUpload(ctx, in, progress(ctx, req, env)))
+	})
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "read_output",
-		Description: "Read an action's retained output by handle and stream (stdout, stderr or body): by line " +
+		Description: "Read an action's retained output by handle and stream (stdout, stderr, body or file): by line " +
 			"(line, lines; lines count from 1) or by byte offset (offset; a negative offset or from=end reads from " +
 			"the end). A page cut by its limit ends at a line. Ranges that were not retained are listed in missing.",
 		InputSchema: inputSchema[gateway.ReadOutputInput](map[string][]string{"stream": streamNames, "from": {"start", "end"}}),
@@ -66,7 +88,7 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 // The closed sets of input values. httpMethods is what config accepts in
 // an endpoint's methods.
 var (
-	streamNames = []string{"stdout", "stderr", "body"}
+	streamNames = []string{"stdout", "stderr", "body", "file"}
 	httpMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 )
 

@@ -14,8 +14,9 @@ import (
 // "/etc/*.key" cannot silently match nothing.
 type Paths struct {
 	Target string
-	// Allow, when not empty, lists the only paths allowed; empty allows
-	// every path Deny does not match.
+	// Allow lists the only paths allowed; empty allows none, which turns
+	// file transfers off: a target whose commands are restricted must not
+	// get every file (~/.bashrc, authorized_keys) by default.
 	Allow []string
 	// Deny lists paths refused whatever Allow says.
 	Deny []string
@@ -84,7 +85,8 @@ func (p *Paths) Check(pth string) error {
 		}
 	}
 	if len(p.Allow) == 0 {
-		return nil
+		return &DeniedError{Target: p.Target, Rule: "allow_paths",
+			Reason: "file transfers are off on this target: its config sets no allow_paths"}
 	}
 	for _, pat := range p.Allow {
 		if MatchPath(pat, pth) {

@@ -8,19 +8,20 @@ import (
 )
 
 func TestPaths(t *testing.T) {
+	all := []string{"/**"}
 	tests := []struct {
 		name        string
 		allow, deny []string
 		path        string
 		wantRule    string // "" when allowed
 	}{
-		{"no rules allow", nil, nil, "/etc/passwd", ""},
-		{"relative", nil, nil, "etc/passwd", "path"},
-		{"empty", nil, nil, "", "path"},
-		{"dot dot", nil, nil, "/srv/app/../../etc/shadow", "path"},
-		{"trailing slash", nil, nil, "/srv/app/", "path"},
-		{"double slash", nil, nil, "/srv//app", "path"},
-		{"NUL", nil, nil, "/srv/app\x00/x", "path"},
+		{"no allow_paths: transfers off", nil, nil, "/etc/passwd", "allow_paths"},
+		{"relative", all, nil, "etc/passwd", "path"},
+		{"empty", all, nil, "", "path"},
+		{"dot dot", all, nil, "/srv/app/../../etc/shadow", "path"},
+		{"trailing slash", all, nil, "/srv/app/", "path"},
+		{"double slash", all, nil, "/srv//app", "path"},
+		{"NUL", all, nil, "/srv/app\x00/x", "path"},
 		{"allow dir itself", []string{"/srv/app/**"}, nil, "/srv/app", ""},
 		{"allow under dir", []string{"/srv/app/**"}, nil, "/srv/app/conf/a.toml", ""},
 		{"allow is by segment", []string{"/srv/app/**"}, nil, "/srv/application/x", `allow_paths ["/srv/app/**"]`},
@@ -28,9 +29,9 @@ func TestPaths(t *testing.T) {
 		{"star is one segment", []string{"/home/*/notes"}, nil, "/home/ann/notes", ""},
 		{"star not two segments", []string{"/home/*/notes"}, nil, "/home/ann/x/notes", `allow_paths ["/home/*/notes"]`},
 		{"deny wins", []string{"/srv/**"}, []string{"/srv/app/secrets/**"}, "/srv/app/secrets/key", `deny_paths[0] "/srv/app/secrets/**"`},
-		{"deny dir itself", nil, []string{"/srv/app/secrets/**"}, "/srv/app/secrets", `deny_paths[0] "/srv/app/secrets/**"`},
-		{"deny without allow", nil, []string{"/etc/shadow"}, "/etc/shadow", `deny_paths[0] "/etc/shadow"`},
-		{"deny exact leaves siblings", nil, []string{"/etc/shadow"}, "/etc/shadow-", ""},
+		{"deny dir itself", all, []string{"/srv/app/secrets/**"}, "/srv/app/secrets", `deny_paths[0] "/srv/app/secrets/**"`},
+		{"deny under allow all", all, []string{"/etc/shadow"}, "/etc/shadow", `deny_paths[0] "/etc/shadow"`},
+		{"deny exact leaves siblings", all, []string{"/etc/shadow"}, "/etc/shadow-", ""},
 		{"root allow", []string{"/**"}, nil, "/", ""},
 		{"invalid deny fails closed", nil, []string{"/etc/*.key"}, "/srv/x", "paths"},
 		{"invalid allow fails closed", []string{"srv/**"}, nil, "/srv/x", "paths"},

@@ -40,21 +40,30 @@ type Record struct {
 	Cwd string `json:"cwd,omitempty"`
 	Env string `json:"env,omitempty"`
 	// Sudo is set when the command ran as root under sudo.
-	Sudo     bool   `json:"sudo,omitempty"`
-	Method   string `json:"method,omitempty"`
-	Path     string `json:"path,omitempty"`
+	Sudo   bool   `json:"sudo,omitempty"`
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Size is the size of a file transfer: an upload's content in the
+	// intent, the bytes that moved in the outcome.
+	Size int64 `json:"size,omitempty"`
+	// Source names what an upload sent when it was an earlier action's
+	// stream: "HANDLE/STREAM".
+	Source   string `json:"source,omitempty"`
 	Decision string `json:"decision,omitempty"` // allow | deny
 	Rule     string `json:"rule,omitempty"`
 
 	// Outcome.
-	Status        string            `json:"status,omitempty"`
-	ExitCode      *int              `json:"exit_code,omitempty"`
-	Signal        string            `json:"signal,omitempty"`
-	HTTPStatus    int               `json:"http_status,omitempty"`
-	Streams       map[string]Stream `json:"streams,omitempty"`
-	DurationMS    int64             `json:"duration_ms,omitempty"`
-	Reason        string            `json:"reason,omitempty"`
-	RemoteStopped *bool             `json:"remote_stopped,omitempty"`
+	Status     string            `json:"status,omitempty"`
+	ExitCode   *int              `json:"exit_code,omitempty"`
+	Signal     string            `json:"signal,omitempty"`
+	HTTPStatus int               `json:"http_status,omitempty"`
+	Streams    map[string]Stream `json:"streams,omitempty"`
+	// SHA256 is the hex sha256 of the bytes a file transfer moved, as
+	// they were on the wire (before any redaction of a kept copy).
+	SHA256        string `json:"sha256,omitempty"`
+	DurationMS    int64  `json:"duration_ms,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	RemoteStopped *bool  `json:"remote_stopped,omitempty"`
 
 	// Cut holds, by JSON field name, the size and hash of each string
 	// field that was too long to keep whole; the field holds its prefix.

@@ -20,6 +20,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/actiongw/actiongw/httpact"
+	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
 )
@@ -165,6 +166,17 @@ type SSHTarget struct {
 	// needs none (sudo -n).
 	AllowSudo  bool   `toml:"allow_sudo"`
 	SudoSecret string `toml:"sudo_secret"`
+
+	// AllowPaths and DenyPaths are the remote paths ssh_download and
+	// ssh_upload may use (see policy.Paths): absolute, with "*" for one
+	// segment and a final "**" for a directory and all under it. Deny
+	// wins; no AllowPaths means no file transfers on this target.
+	AllowPaths []string `toml:"allow_paths"`
+	DenyPaths  []string `toml:"deny_paths"`
+	// MaxUploadBytes bounds one upload; MaxDownloadBytes stops a download
+	// there, keeping what arrived.
+	MaxUploadBytes   int64 `toml:"max_upload_bytes" default:"1073741824"`
+	MaxDownloadBytes int64 `toml:"max_download_bytes" default:"1073741824"`
 
 	// Certificate is an OpenSSH user certificate file (*-cert.pub) for the
 	// key (key_secret, or the agent's); "~/" is expanded. It is public, so
@@ -796,6 +808,12 @@ func (c *Config) Validate() error {
 		}
 		if t.OutputLimit < 0 || t.MaxStdinBytes < 0 || t.MaxConcurrent < 0 {
 			bad(f, "output_limit, max_stdin_bytes and max_concurrent must not be negative")
+		}
+		if err := (&policy.Paths{Allow: t.AllowPaths, Deny: t.DenyPaths}).Validate(); err != nil {
+			bad(f, "%v", err)
+		}
+		if t.MaxUploadBytes < 1 || t.MaxDownloadBytes < 1 {
+			bad(f, "max_upload_bytes and max_download_bytes must be at least 1")
 		}
 		switch t.StopMode {
 		case "signal", "wrapper":

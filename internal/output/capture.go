@@ -86,6 +86,8 @@ type sink interface {
 	write(p []byte, newlines int64)
 	// retained returns the ranges kept and why some were not, if any.
 	retained() ([]ByteRange, string)
+	// cut records that the stream stopped early.
+	cut()
 }
 
 func tailRing(tailBytes int) int {
@@ -123,6 +125,9 @@ func (c *Capture) Cut() {
 	c.flushed = true
 	c.red.Cut()
 	c.hash.finish()
+	if c.spool != nil {
+		c.spool.cut()
+	}
 }
 
 // Flush ends the stream: it releases the bytes the redactor held back.

@@ -520,6 +520,9 @@ type streamMeta struct {
 	// reliable.
 	TailLost bool   `json:"tail_lost,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Cut is set when the action stopped early (a timeout, a cancel, a
+	// limit): the stream may lack its end.
+	Cut bool `json:"cut,omitempty"`
 }
 
 func (st *spoolStream) fail(err error) {
@@ -607,6 +610,12 @@ func (st *spoolStream) close() {
 		}
 		st.f = nil
 	}
+}
+
+func (st *spoolStream) cut() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.meta.Cut = true
 }
 
 func (st *spoolStream) diskBytes() int64 { return st.disk.Load() }
