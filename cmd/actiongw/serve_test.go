@@ -51,6 +51,10 @@ type served struct {
 	env     []string       // serve's environment (its keyring service)
 	keyring *secrets.Keyring
 
+	// userDir is a directory the login user owns, resolved, when the
+	// tables name @USERDIR@.
+	userDir string
+
 	hangAccepts atomic.Int32 // connections hang accepted
 	enteredMu   sync.Mutex
 	entered     map[string]int // requests the API began, by path
@@ -84,7 +88,8 @@ type servedOptions struct {
 	// server holds extra [server] lines, such as limits.
 	server string
 	// tables holds extra TOML tables, such as more targets; @PORT@,
-	// @USER@ and @KNOWN_HOSTS@ become the test sshd's.
+	// @USER@ and @KNOWN_HOSTS@ become the test sshd's, and @USERDIR@ a
+	// directory its login user owns (served.userDir).
 	tables string
 	// prepare runs on the state directory before serve starts.
 	prepare func(state string)
@@ -126,6 +131,12 @@ func startServedWith(t testing.TB, o servedOptions) *served {
 		}
 		t.Cleanup(func() { kr.Delete(ctx, name) })
 	}
+	if strings.Contains(o.tables, "@USERDIR@") {
+		var err error
+		if s.userDir, err = filepath.EvalSymlinks(s.sshd.UserDir(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.state = t.TempDir()
 	if o.prepare != nil {
 		o.prepare(s.state)
@@ -156,7 +167,7 @@ token_secret = "api-token"
 allow_private = true
 max_attempts = 3
 %s
-`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User, "@KNOWN_HOSTS@", s.sshd.KnownHosts).Replace(o.tables))
+`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User, "@KNOWN_HOSTS@", s.sshd.KnownHosts, "@USERDIR@", s.userDir).Replace(o.tables))
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -188,7 +199,8 @@ func (s *served) startServer(t testing.TB, stderr *syncbuf.Buffer) *mcphost.Clie
 }
 
 // serveHTTP echoes the Authorization header; /slow-headers waits before
-// answering, /slow-body streams slowly, /unavailable asks for a retry.
+// answering, /slow-body streams slowly, /unavailable asks for a retry,
+// /artifact gives binary bytes (artifact).
 func (s *served) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.enteredMu.Lock()
 	if s.entered == nil {
@@ -216,6 +228,9 @@ func (s *served) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
+	case "/artifact":
+		w.Write(artifact())
+		return
 	case "/unavailable":
 		w.Header().Set("Retry-After", "20")
 		w.WriteHeader(503)
