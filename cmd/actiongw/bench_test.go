@@ -19,6 +19,7 @@ import (
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // latencies collects per-call durations and reports p50 and p95.
@@ -277,4 +278,66 @@ func BenchmarkMCPFollow(b *testing.B) {
 		}
 	}
 	l.report(b, "")
+}
+
+// BenchmarkMCPSFTP moves a 1 GiB file through MCP, ssh_download into the
+// spool and ssh_upload back from its handle, and with OpenSSH's sftp
+// client (get and put) on the same sshd, alternating in each iteration so
+// that both see the same load. It reports each direction's MB/s and ratio
+// (targets >= 0.9) and serve's peak RSS (target <= 64 MiB).
+func BenchmarkMCPSFTP(b *testing.B) {
+	const size = 1 << 30
+	s := startFiles(b, "retain_head_bytes = 2147483648\nspool_max_bytes = 17179869184")
+	local := b.TempDir()
+	key := filepath.Join(local, "id")
+	if err := os.WriteFile(key, s.sshd.ClientKey, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	openssh := func(command string) time.Duration {
+		start := time.Now()
+		cmd := exec.Command("sftp", "-q", "-F", "/dev/null", "-i", key, "-P", strconv.Itoa(s.sshd.Port),
+			"-o", "BatchMode=yes", "-o", "UserKnownHostsFile="+s.sshd.KnownHosts, "-b", "-", s.sshd.User+"@127.0.0.1")
+		cmd.Stdin = strings.NewReader(command + "\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("sftp %s: %v: %s", command, err, out)
+		}
+		return time.Since(start)
+	}
+	mcpCall := func(name string, args map[string]any) (*mcp.CallToolResult, time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		args["target"], args["wait_s"], args["timeout_s"] = "files", 600, 600
+		start := time.Now()
+		r, err := s.client.CallTool(ctx, name, args, nil)
+		if err != nil || r.IsError {
+			b.Fatalf("%s: %v %s", name, err, resultText(r))
+		}
+		return r, time.Since(start)
+	}
+	src := s.allowed("src")
+	s.call(b, "ssh_exec", map[string]any{"target": "box", "timeout_s": 600,
+		"command": fmt.Sprintf("head -c %d /dev/urandom > %s", size, src)})
+	var downOurs, downTheirs, upOurs, upTheirs time.Duration
+	for b.Loop() {
+		r, d := mcpCall("ssh_download", map[string]any{"path": src})
+		downOurs += d
+		handle := decode[gateway.SSHDownloadOutput](b, r).Handle
+		downTheirs += openssh("get " + src + " " + filepath.Join(local, "got"))
+		_, d = mcpCall("ssh_upload", map[string]any{"path": s.allowed("ours"), "from_handle": handle, "from_stream": "file", "overwrite": true})
+		upOurs += d
+		upTheirs += openssh("put " + filepath.Join(local, "got") + " " + s.allowed("theirs"))
+	}
+	mbps := func(d time.Duration) float64 { return float64(b.N) * size / d.Seconds() / 1e6 }
+	b.ReportMetric(mbps(downOurs), "download-MB/s")
+	b.ReportMetric(mbps(downTheirs), "sftp-get-MB/s")
+	b.ReportMetric(downTheirs.Seconds()/downOurs.Seconds(), "download-ratio")
+	b.ReportMetric(mbps(upOurs), "upload-MB/s")
+	b.ReportMetric(mbps(upTheirs), "sftp-put-MB/s")
+	b.ReportMetric(upTheirs.Seconds()/upOurs.Seconds(), "upload-ratio")
+	peak, err := proc.Memory(s.client.Pid(), "VmHWM")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "serve-peak-MiB")
+	b.ReportMetric(0, "ns/op")
 }

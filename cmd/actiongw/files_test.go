@@ -71,7 +71,8 @@ func hexSHA(b []byte) string {
 // startFiles starts serve with filesTables and lays out USERDIR as the
 // login user: allowed/ with a text file, a file the rules deny and links
 // out of it, and outside/ with a file no rule allows.
-func startFiles(t *testing.T, server string) *served {
+func startFiles(t testing.TB, server string) *served {
+	t.Helper()
 	s := startServedWith(t, servedOptions{tables: filesTables, server: server})
 	r := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "cd " + s.userDir + ` &&
 mkdir allowed outside && printf 'not for %s\n' agents > outside/private.txt &&

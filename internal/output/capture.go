@@ -270,66 +270,33 @@ const (
 )
 
 // hasher computes the SHA-256 of a stream. Once the stream passes
-// asyncHashAfter, bytes are copied into a few buffers that a goroutine
-// hashes in order; the producer waits only when all of them are queued.
-// finish stops the goroutine and waits for it.
+// asyncHashAfter, an AsyncWriter hashes it on a goroutine. finish stops
+// the goroutine and waits for it.
 type hasher struct {
 	h       hash.Hash
 	inline  int64
-	buf     []byte // being filled
-	work    chan []byte
-	free    chan []byte
-	done    chan struct{}
+	async   *AsyncWriter
 	stopped bool
 }
 
 func (h *hasher) write(p []byte) {
-	if h.work == nil {
+	if h.async == nil {
 		if h.inline < asyncHashAfter || h.stopped {
 			h.h.Write(p)
 			h.inline += int64(len(p))
 			return
 		}
-		h.start()
+		h.async = NewAsyncWriter(h.h, hashBuffers, hashBufSize)
 	}
-	for len(p) > 0 {
-		k := copy(h.buf[len(h.buf):cap(h.buf)], p)
-		h.buf, p = h.buf[:len(h.buf)+k], p[k:]
-		if len(h.buf) == cap(h.buf) {
-			h.work <- h.buf
-			h.buf = <-h.free
-		}
-	}
-}
-
-func (h *hasher) start() {
-	h.work = make(chan []byte, hashBuffers)
-	h.free = make(chan []byte, hashBuffers)
-	h.done = make(chan struct{})
-	for range hashBuffers - 1 {
-		h.free <- make([]byte, 0, hashBufSize)
-	}
-	h.buf = make([]byte, 0, hashBufSize)
-	go func() {
-		defer close(h.done)
-		for b := range h.work {
-			h.h.Write(b)
-			h.free <- b[:0]
-		}
-	}()
+	h.async.Write(p)
 }
 
 // finish hashes what is buffered and stops the goroutine; h.h then holds
 // the whole stream.
 func (h *hasher) finish() {
 	h.stopped = true
-	if h.work == nil {
-		return
+	if h.async != nil {
+		h.async.Close()
+		h.async = nil
 	}
-	if len(h.buf) > 0 {
-		h.work <- h.buf
-	}
-	close(h.work)
-	<-h.done
-	h.work, h.free, h.buf = nil, nil, nil
 }
