@@ -374,7 +374,10 @@ func TestServeFilesLarge(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		args["wait_s"], args["timeout_s"] = 600, 600
+		args["wait_s"] = 600
+		if args["timeout_s"] == nil {
+			args["timeout_s"] = 600
+		}
 		r, err := s.client.CallTool(ctx, name, args, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -406,6 +409,16 @@ func TestServeFilesLarge(t *testing.T) {
 	if peak, err := proc.Memory(s.client.Pid(), "VmHWM"); err != nil || peak > 256<<20 {
 		t.Errorf("serve's peak RSS after moving 1 GiB both ways: %d MiB (%v); want it bounded", peak>>20, err)
 	}
+
+	// 1 GiB does not move in a second here (sftp gets about 0.2 GB/s).
+	r = long(t, "ssh_upload", map[string]any{"target": "files", "path": s.allowed("cancelled"), "from_handle": down.Handle, "from_stream": "file", "timeout_s": 1})
+	if up := decode[gateway.SSHUploadOutput](t, r); up.Status != "timeout" {
+		t.Errorf("upload past its timeout: %+v\n%s", up, resultText(r))
+	}
+	if _, err := os.Lstat(s.allowed("cancelled")); err == nil {
+		t.Errorf("an upload stopped by its timeout left its destination")
+	}
+	assertNoTemps(t, filepath.Join(s.userDir, "allowed"))
 
 	for _, tt := range []struct {
 		tool string
