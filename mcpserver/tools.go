@@ -43,6 +43,9 @@ type sshTargetInfo struct {
 	Description string `json:"description"`
 	User        string `json:"user"`
 	Host        string `json:"host"`
+	// AllowPaths are where ssh_download and ssh_upload may go; none means
+	// no file transfers on this target.
+	AllowPaths []string `json:"allow_paths,omitempty"`
 }
 
 type httpEndpointInfo struct {
@@ -94,7 +97,7 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 	}
 	for _, name := range sortedNames(cfg.SSH) {
 		t := cfg.SSH[name]
-		out.SSH = append(out.SSH, sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host})
+		out.SSH = append(out.SSH, sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host, AllowPaths: t.AllowPaths})
 	}
 	for _, name := range sortedNames(cfg.HTTP) {
 		e := cfg.HTTP[name]

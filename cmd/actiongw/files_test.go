@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -133,6 +134,13 @@ func TestServeFiles(t *testing.T) {
 		r := s.call(t, "ssh_download", map[string]any{"target": target, "path": path})
 		return r, decode[gateway.SSHDownloadOutput](t, r)
 	}
+
+	t.Run("list_targets", func(t *testing.T) {
+		r := s.call(t, "list_targets", map[string]any{})
+		if text := fmt.Sprint(r.StructuredContent); !strings.Contains(text, s.allowed("**")) {
+			t.Errorf("list_targets does not give the allowed paths: %s", text)
+		}
+	})
 
 	t.Run("text round trip", func(t *testing.T) {
 		text := "line 1\nline 2 \"quoted\" and ünïcode\n"
