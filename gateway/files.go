@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -123,15 +124,21 @@ func (g *Gateway) SSHDownload(ctx context.Context, in SSHDownloadInput, progress
 			out := &SSHDownloadOutput{Handle: handle, Target: in.Target, Path: in.Path, Status: e.status, DurationMS: e.duration.Milliseconds(),
 				File: s[0], Reason: e.reason}
 			if t := e.transfer; t != nil {
-				out.Path, out.Size, out.Bytes = t.Path, t.Size, t.Bytes
+				// The resolved path is the host's text: redacted like any.
+				out.Path, out.Size, out.Bytes = g.redactString(t.Path), t.Size, t.Bytes
 				out.Mode, out.MTime = octal(t.Mode), t.ModTime.UTC().Format(time.RFC3339)
 				// The hash of what the file holds, unless redaction changed
 				// the kept copy: with the redacted copy beside it, the raw
 				// hash would let a guess at the secret be checked.
-				if t.SHA256 == out.File.SHA256 {
+				switch {
+				case t.SHA256 == out.File.SHA256:
 					out.SHA256 = t.SHA256
-				} else {
+				case e.status == StatusOK:
 					out.Reason = joinReason(out.Reason, "the file holds a configured secret: the kept copy (stream file) has it redacted, and the file's own sha256 is not given")
+				default:
+					// A stream cut short ends with the bytes that could
+					// begin a secret replaced: the hashes differ for that.
+					out.Reason = joinReason(out.Reason, "the sha256 of the bytes read is not given: the kept copy's last bytes were replaced when it was cut short, in case they began a secret")
 				}
 			}
 			return out, []output.NamedStream{{Name: "file", Summary: &out.File}}, describeTransfer("ssh_download", g.redactString(out.Path), in.Target, e, out.Bytes, out.SHA256), out.Status != StatusOK
@@ -152,7 +159,7 @@ func (g *Gateway) SSHUpload(ctx context.Context, in SSHUploadInput, progress Pro
 	var size int64
 	intent := audit.Record{Tool: "ssh_upload", Target: in.Target, Path: in.Path}
 	if in.FromHandle != "" {
-		intent.Source = in.FromHandle + "/" + in.FromStream
+		intent.Source = output.Clip(in.FromHandle, 80) + "/" + output.Clip(in.FromStream, 40)
 	}
 	return g.run(ctx, s, &action{
 		intent: intent,
@@ -174,7 +181,7 @@ func (g *Gateway) SSHUpload(ctx context.Context, in SSHUploadInput, progress Pro
 		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
 		reserve: g.reserveSession(st, &lease),
 		execute: func(ctx context.Context, _ []io.Writer, moved *atomic.Int64) *ended {
-			var r io.Reader = strings.NewReader(string(content))
+			var r io.Reader = bytes.NewReader(content)
 			if in.FromHandle != "" {
 				// Opened again: it was only looked at while checking.
 				whole, err := s.core.spool.OpenWhole(in.FromHandle, in.FromStream)
@@ -192,7 +199,7 @@ func (g *Gateway) SSHUpload(ctx context.Context, in SSHUploadInput, progress Pro
 		finish: func(e *ended, handle string, _ []output.Stream) (any, []output.NamedStream, string, bool) {
 			out := &SSHUploadOutput{Handle: handle, Target: in.Target, Path: in.Path, Status: e.status, DurationMS: e.duration.Milliseconds(), Reason: e.reason}
 			if t := e.transfer; t != nil {
-				out.Path, out.Bytes, out.SHA256 = t.Path, t.Bytes, t.SHA256
+				out.Path, out.Bytes, out.SHA256 = g.redactString(t.Path), t.Bytes, t.SHA256
 				if e.status == StatusOK {
 					out.Mode = octal(t.Mode)
 				}

@@ -235,8 +235,18 @@ func TestServeFiles(t *testing.T) {
 	t.Run("limits", func(t *testing.T) {
 		r, down := download("small", s.allowed("five-k"))
 		if !r.IsError || down.Status != "size_limit" || down.Bytes != 1000 || down.File.Bytes != 1000 || down.Size != 5000 ||
-			!strings.Contains(resultText(r), "max_download_bytes") {
+			!strings.Contains(resultText(r), "max_download_bytes") || down.SHA256 != hexSHA(bytes.Repeat([]byte("z"), 1000)) {
 			t.Errorf("download past max_download_bytes: %+v\n%s", down, resultText(r))
+		}
+		// Cut where a byte could begin the token: the kept copy's last
+		// byte is replaced, which is no secret in the file.
+		r = s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "head -c 999 /dev/zero | tr '\\0' a > " + s.allowed("cut") + "; echo tok-xyz >> " + s.allowed("cut")})
+		if r.IsError {
+			t.Fatal(resultText(r))
+		}
+		r, down = download("small", s.allowed("cut"))
+		if down.Status != "size_limit" || down.SHA256 != "" || strings.Contains(down.Reason, "configured secret") || !strings.Contains(down.Reason, "cut short") {
+			t.Errorf("download cut where a secret could begin: %+v\n%s", down, resultText(r))
 		}
 		r, _ = upload(map[string]any{"target": "small", "path": s.allowed("big.txt"), "content": strings.Repeat("y", 101)})
 		if !r.IsError || !strings.Contains(resultText(r), "max_upload_bytes") {
@@ -311,6 +321,71 @@ func TestServeFiles(t *testing.T) {
 		if rec := record(t, s.state, audit.KindOutcome, down.Handle); rec.SHA256 != hexSHA([]byte("token="+s.token+"\n")) {
 			t.Errorf("outcome sha256 %q; want the file's", rec.SHA256)
 		}
+		// A name the host resolves to is the host's text too: a link to
+		// a file named after the token, and a directory so named.
+		r = s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "cd " + s.allowed("") + " && touch f" + s.token +
+			" && ln -s f" + s.token + " named && mkdir d" + s.token + " && ln -s d" + s.token + " dir"})
+		if r.IsError {
+			t.Fatal(resultText(r))
+		}
+		r, down = download("files", s.allowed("named"))
+		if r.IsError || !strings.Contains(down.Path, "[REDACTED:api-token]") {
+			t.Errorf("download through a link to a file named after the token: %+v", down)
+		}
+		r, up := upload(map[string]any{"target": "files", "path": s.allowed("dir/x"), "content": "x"})
+		if r.IsError || !strings.Contains(up.Path, "[REDACTED:api-token]") {
+			t.Errorf("upload into a directory named after the token: %+v", up)
+		}
+		// (TestServeFiles ends by checking that no form of the token
+		// reached the host, the log or the state directory.)
+	})
+
+	t.Run("in the background", func(t *testing.T) {
+		for _, tt := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"ssh_download", map[string]any{"target": "files", "path": s.allowed("b.bin"), "wait_s": 0}},
+			{"ssh_upload", map[string]any{"target": "files", "path": s.allowed("bg.txt"), "content": "bg\n", "wait_s": 0}},
+		} {
+			r := s.call(t, tt.tool, tt.args)
+			handle, _ := r.StructuredContent.(map[string]any)["handle"].(string)
+			if r.IsError || handle == "" {
+				t.Fatalf("%s with wait_s 0: %s", tt.tool, resultText(r))
+			}
+			r = s.call(t, "action_status", map[string]any{"handle": handle, "wait_s": 30})
+			if st, _ := r.StructuredContent.(map[string]any)["status"].(string); r.IsError || st != "ok" {
+				t.Errorf("action_status of %s: %s", tt.tool, resultText(r))
+			}
+			r = s.call(t, "cancel_action", map[string]any{"handle": handle})
+			if text := resultText(r); !strings.Contains(text, "already ended") {
+				t.Errorf("cancel_action of a finished %s: %s", tt.tool, text)
+			}
+		}
+		r := s.call(t, "list_actions", map[string]any{"status": "size_limit"})
+		if r.IsError {
+			t.Errorf("list_actions by status size_limit: %s", resultText(r))
+		}
+	})
+
+	t.Run("a huge from_handle", func(t *testing.T) {
+		r, _ := upload(map[string]any{"target": "files", "path": s.allowed("huge.txt"), "from_handle": strings.Repeat("h", 200000), "from_stream": "body"})
+		if !r.IsError || !strings.Contains(resultText(r), "malformed") {
+			t.Errorf("upload from a 200 KB handle: %s", resultText(r))
+		}
+		// The refusal is on record with the handle clipped, and the log
+		// goes on and verifies.
+		s.promptly(t)
+		found := false
+		for _, rec := range auditRecords(t, s.state) {
+			if rec.Kind == audit.KindIntent && strings.HasPrefix(rec.Source, "hhhh") {
+				found = len(rec.Source) < 200 && rec.Decision == "deny"
+			}
+		}
+		if !found {
+			t.Errorf("no refused intent with the source clipped in the audit log")
+		}
+		s.auditVerify(t)
 	})
 
 	t.Run("bad input", func(t *testing.T) {
@@ -414,7 +489,9 @@ func TestServeFilesLarge(t *testing.T) {
 	}
 	// Neither direction held the file in memory (the stdio buffers, the
 	// SFTP window and the captures' previews are what it holds).
-	if peak, err := proc.Memory(s.client.Pid(), "VmHWM"); err != nil || peak > 256<<20 {
+	// BenchmarkMCPSFTP reports the figure (57 MiB); the bound here is
+	// loose, for the race detector and a loaded machine.
+	if peak, err := proc.Memory(s.client.Pid(), "VmHWM"); err != nil || peak > 128<<20 {
 		t.Errorf("serve's peak RSS after moving 1 GiB both ways: %d MiB (%v); want it bounded", peak>>20, err)
 	}
 

@@ -168,7 +168,7 @@ func prepare(rec *Record, redact func(string) string) (*Record, error) {
 		{"handle", &r.Handle}, {"tool", &r.Tool}, {"target", &r.Target},
 		{"command", &r.Command}, {"cwd", &r.Cwd}, {"env", &r.Env}, {"method", &r.Method}, {"path", &r.Path},
 		{"decision", &r.Decision}, {"rule", &r.Rule}, {"status", &r.Status},
-		{"signal", &r.Signal}, {"reason", &r.Reason},
+		{"signal", &r.Signal}, {"reason", &r.Reason}, {"source", &r.Source}, {"sha256", &r.SHA256},
 	} {
 		if redact != nil {
 			*f.s = redact(*f.s)

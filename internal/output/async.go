@@ -19,6 +19,9 @@ type AsyncWriter struct {
 // NewAsyncWriter starts an AsyncWriter into dst with buffers buffers of
 // size bytes each.
 func NewAsyncWriter(dst io.Writer, buffers, size int) *AsyncWriter {
+	if buffers < 1 || size < 1 {
+		panic("output: NewAsyncWriter needs at least one buffer of at least one byte")
+	}
 	a := &AsyncWriter{dst: dst, buf: make([]byte, 0, size),
 		work: make(chan []byte, buffers), free: make(chan []byte, buffers), done: make(chan struct{})}
 	for range buffers - 1 {

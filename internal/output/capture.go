@@ -86,8 +86,9 @@ type sink interface {
 	write(p []byte, newlines int64)
 	// retained returns the ranges kept and why some were not, if any.
 	retained() ([]ByteRange, string)
-	// cut records that the stream stopped early.
-	cut()
+	// complete records that the stream ended normally: it holds all the
+	// producer gave.
+	complete()
 }
 
 func tailRing(tailBytes int) int {
@@ -125,9 +126,6 @@ func (c *Capture) Cut() {
 	c.flushed = true
 	c.red.Cut()
 	c.hash.finish()
-	if c.spool != nil {
-		c.spool.cut()
-	}
 }
 
 // Flush ends the stream: it releases the bytes the redactor held back.
@@ -143,6 +141,9 @@ func (c *Capture) flush() {
 	c.flushed = true
 	c.red.Close()
 	c.hash.finish()
+	if c.spool != nil {
+		c.spool.complete()
+	}
 }
 
 // keep takes redacted bytes.

@@ -520,9 +520,11 @@ type streamMeta struct {
 	// reliable.
 	TailLost bool   `json:"tail_lost,omitempty"`
 	Error    string `json:"error,omitempty"`
-	// Cut is set when the action stopped early (a timeout, a cancel, a
-	// limit): the stream may lack its end.
-	Cut bool `json:"cut,omitempty"`
+	// Complete is set when the stream ended normally, not cut short by a
+	// timeout, a cancel or a limit: it holds all its producer gave. A
+	// spool written before the mark existed has it unset, which errs on
+	// the side of "maybe cut".
+	Complete bool `json:"complete,omitempty"`
 }
 
 func (st *spoolStream) fail(err error) {
@@ -612,10 +614,10 @@ func (st *spoolStream) close() {
 	}
 }
 
-func (st *spoolStream) cut() {
+func (st *spoolStream) complete() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.meta.Cut = true
+	st.meta.Complete = true
 }
 
 func (st *spoolStream) diskBytes() int64 { return st.disk.Load() }

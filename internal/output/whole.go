@@ -49,7 +49,7 @@ func (s *Spool) OpenWhole(handle, stream string) (*Whole, error) {
 		why = "its action is still running; wait for its end (action_status with wait_s) and try again"
 	case r.interrupted:
 		why = "its action was interrupted: the server that ran it died"
-	case m.Cut:
+	case !m.Complete:
 		why = "its action stopped early (a timeout, a cancel or a limit), so the stream may lack its end"
 	case spoolErr != "":
 		why = "the spool could not keep it: " + spoolErr

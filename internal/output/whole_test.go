@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/actiongw/actiongw/internal/owner"
 )
 
 func TestOpenWhole(t *testing.T) {
@@ -73,5 +75,38 @@ func TestOpenWhole(t *testing.T) {
 		if _, err := sp.OpenWhole(tt.handle, tt.stream); !errors.Is(err, tt.want) {
 			t.Errorf("OpenWhole(%q, %q): %v; want %v", tt.handle, tt.stream, err, tt.want)
 		}
+	}
+}
+
+// TestOpenWholeAfterAdoption: the mark of a stream that ended normally is
+// in meta.json, so a process that takes over a finished action of one that
+// ended reads it whole; one cut short stays refused.
+func TestOpenWholeAfterAdoption(t *testing.T) {
+	dir := t.TempDir()
+	procs := &liveSet{alive: map[owner.ID]bool{}}
+	opts := SpoolOptions{RetainHeadBytes: 1 << 20}
+	a := procs.open(t, dir, opts, "201.1")
+	whole, _ := spoolOne(t, a, nil, []byte("all of it\n"))
+	cutAct := a.Begin("ssh_exec", "web1")
+	c := cutAct.Capture("stdout", nil, previews)
+	c.Write([]byte("part of it\n"))
+	c.Cut()
+	cutAct.Finish()
+	procs.set("201.1", false)
+
+	b := procs.open(t, dir, opts, "202.1")
+	b.Reclaim(0) // takes a's actions over
+	w, err := b.OpenWhole(whole.Handle(), "stdout")
+	if err != nil {
+		t.Fatalf("OpenWhole of an adopted whole stream: %v", err)
+	}
+	got, err := io.ReadAll(w)
+	w.Close()
+	if err != nil || string(got) != "all of it\n" {
+		t.Errorf("read %q, %v; want the stream", got, err)
+	}
+	var nw *NotWholeError
+	if _, err := b.OpenWhole(cutAct.Handle(), "stdout"); !errors.As(err, &nw) {
+		t.Errorf("OpenWhole of an adopted stream cut short: %v; want a *NotWholeError", err)
 	}
 }
