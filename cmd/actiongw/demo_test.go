@@ -139,7 +139,7 @@ func TestServeDemoSDKClient(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
+	if want := allTools; !slices.Equal(names, want) {
 		t.Errorf("tools/list: got %v; want %v", names, want)
 	}
 
@@ -253,7 +253,7 @@ func TestServeDemoInspector(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets", "read_output", "search_output", "ssh_exec"}; !slices.Equal(names, want) {
+	if want := allTools; !slices.Equal(names, want) {
 		t.Errorf("tools/list: got %v; want %v", names, want)
 	}
 
@@ -287,3 +287,7 @@ func TestServeDemoInspector(t *testing.T) {
 func inspectorInstalled() bool {
 	return exec.Command("npm", "ls", "-g", "--depth=0", "@modelcontextprotocol/inspector").Run() == nil
 }
+
+// allTools is what tools/list gives, sorted.
+var allTools = []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets",
+	"read_output", "search_output", "ssh_download", "ssh_exec", "ssh_upload"}
