@@ -234,8 +234,12 @@ func TestServeFiles(t *testing.T) {
 
 	t.Run("limits", func(t *testing.T) {
 		r, down := download("small", s.allowed("five-k"))
-		if !r.IsError || down.Status != "size_limit" || down.Bytes != 1000 || down.File.Bytes != 1000 || down.Size != 5000 ||
-			!strings.Contains(resultText(r), "max_download_bytes") || down.SHA256 != hexSHA(bytes.Repeat([]byte("z"), 1000)) {
+		// The kept copy's last bytes are replaced when they could begin
+		// a form of some secret (the keys here are random): then no hash.
+		whole := down.SHA256 == hexSHA(bytes.Repeat([]byte("z"), 1000)) && down.File.Bytes == 1000
+		cut := down.SHA256 == "" && strings.Contains(down.Reason, "cut short")
+		if !r.IsError || down.Status != "size_limit" || down.Bytes != 1000 || down.Size != 5000 ||
+			!strings.Contains(resultText(r), "max_download_bytes") || !whole && !cut {
 			t.Errorf("download past max_download_bytes: %+v\n%s", down, resultText(r))
 		}
 		// Cut where a byte could begin the token: the kept copy's last
