@@ -36,6 +36,8 @@ type Config struct {
 	Server Server                   `toml:"server"`
 	SSH    map[string]*SSHTarget    `toml:"ssh"`
 	HTTP   map[string]*HTTPEndpoint `toml:"http"`
+	// Group names sets of SSH targets that ssh_exec_many runs a command on.
+	Group map[string]*Group `toml:"group"`
 	// Warnings are what loading found wrong but could go on without (the
 	// default ssh config unreadable); serve logs them and check shows
 	// them.
@@ -72,6 +74,10 @@ type Server struct {
 	// MaxConcurrentReads bounds read_output and search_output calls
 	// running at once; more wait for a turn.
 	MaxConcurrentReads int `toml:"max_concurrent_reads" default:"4"`
+	// MaxParallel is how many targets one ssh_exec_many runs its command
+	// on at once unless the call asks for another number; a call may ask
+	// for up to max_concurrent_actions.
+	MaxParallel int `toml:"max_parallel" default:"8"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level" default:"info"`
 	// HeadBytes and TailBytes are the in-memory preview of each stream;
@@ -197,6 +203,40 @@ type SSHTarget struct {
 	ConnectTimeout time.Duration `toml:"-"`
 	IdentityAgent  string        `toml:"-"`
 	ProxyJump      []SSHHop      `toml:"-"`
+}
+
+// Group is a set of SSH targets for ssh_exec_many.
+type Group struct {
+	Description string `toml:"description"`
+	// Targets are target names and globs over them ("web-*"); each must
+	// name or match at least one [ssh.*] target.
+	Targets []string `toml:"targets"`
+}
+
+// Targets resolves patterns, each the name of an SSH target or a glob over
+// the names (path.Match: "web-*", "db[12]"), to the targets they name,
+// sorted and without repeats. A pattern that names or matches no target is
+// an error that says so: a typo must not shrink a fleet silently.
+func (c *Config) Targets(patterns []string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, p := range patterns {
+		if _, ok := c.SSH[p]; ok {
+			seen[p] = true
+			continue
+		}
+		matched := false
+		for name := range c.SSH {
+			if ok, err := path.Match(p, name); err != nil {
+				return nil, fmt.Errorf("%q is not a glob: %v", p, err)
+			} else if ok {
+				seen[name], matched = true, true
+			}
+		}
+		if !matched {
+			return nil, fmt.Errorf("%q names no SSH target and matches none", p)
+		}
+	}
+	return sortedKeys(seen), nil
 }
 
 // MaxEnv, MaxEnvValueBytes and MaxCwdBytes bound the environment and the
@@ -832,6 +872,21 @@ func (c *Config) Validate() error {
 		})...)
 		errs = append(errs, checkCertificate(f, t)...)
 		errs = append(errs, checkNoInline(f, t.Description, t.Host, t.User)...)
+	}
+
+	if s.MaxParallel < 1 {
+		bad("server.max_parallel", "must be at least 1, got %d", s.MaxParallel)
+	}
+	for _, name := range sortedKeys(c.Group) {
+		g, f := c.Group[name], "group."+name
+		if err := checkTargetName(name); err != nil {
+			bad(f, "%v", strings.Replace(err.Error(), "a target name", "a group name", 1))
+		}
+		if len(g.Targets) == 0 {
+			bad(f+".targets", "must name at least one SSH target")
+		} else if _, err := c.Targets(g.Targets); err != nil {
+			bad(f+".targets", "%v", err)
+		}
 	}
 
 	for _, name := range sortedKeys(c.HTTP) {

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -134,6 +135,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"target-wide problem has the table's line",
 			"[server]\n[ssh.a]\nhost = \"h\"\nuser = \"u\"\n",
 			[]string{"line 2: ssh.a: set exactly one of"}},
+		{"group naming no target",
+			"[ssh.web1]\nhost = \"h\"\nuser = \"u\"\nagent = true\n[group.web]\ntargets = [\"web1\", \"wbe-*\"]\n",
+			[]string{"group.web.targets", `"wbe-*" names no SSH target and matches none`}},
+		{"empty group",
+			"[group.web]\ntargets = []\n",
+			[]string{"group.web.targets", "at least one"}},
 		{"every error ends with where to read",
 			"[server]\nmax_frame_bytes = 10\n",
 			[]string{"config.example.toml", "actiongw check"}},
@@ -381,6 +388,31 @@ func TestREADMEConfig(t *testing.T) {
 	} {
 		if err := cmds.Check(tc.command); (err == nil) != tc.allowed {
 			t.Errorf("README's web1 policy on %q: got %v; want allowed %v", tc.command, err, tc.allowed)
+		}
+	}
+}
+
+func TestTargets(t *testing.T) {
+	c := &Config{SSH: map[string]*SSHTarget{"web1": {}, "web2": {}, "web10": {}, "db1": {}}}
+	for _, tt := range []struct {
+		patterns []string
+		want     string // the names, or the error
+	}{
+		{[]string{"web1"}, "[web1]"},
+		{[]string{"web*"}, "[web1 web10 web2]"},
+		{[]string{"web?", "db1", "web1"}, "[db1 web1 web2]"},
+		{[]string{"web[12]"}, "[web1 web2]"},
+		{[]string{"web3"}, `"web3" names no SSH target and matches none`},
+		{[]string{"web["}, `"web[" is not a glob`},
+		{nil, "[]"},
+	} {
+		got, err := c.Targets(tt.patterns)
+		s := fmt.Sprint(got)
+		if err != nil {
+			s = err.Error()
+		}
+		if !strings.Contains(s, tt.want) {
+			t.Errorf("Targets(%q) = %s; want %s", tt.patterns, s, tt.want)
 		}
 	}
 }
