@@ -254,7 +254,7 @@ func (s slots) release()   { <-s }
 // For action_status (byCall nil), the running action is returned as it is
 // now, as it is when ctx ends, whose cancellation never stops the action.
 func (g *Gateway) await(ctx context.Context, act *liveAction, deadline time.Time, progress Progress, byCall func() bool) *ToolResult {
-	stop := reportProgress(progress, &act.received, act.started)
+	stop := reportProgress(progress, &act.received, act.a.targets, act.started)
 	defer stop()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()

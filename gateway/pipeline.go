@@ -44,6 +44,11 @@ type action struct {
 	// moves that go to no stream (an upload's) it adds to moved, for
 	// progress.
 	execute func(ctx context.Context, w []io.Writer, moved *atomic.Int64) *ended
+	// targets is the number of targets of a fan-out, whose execute runs an
+	// action on each (see SSHExecMany); 0 for an action that does its work
+	// itself. A fan-out takes no slot of the server (its actions do), and
+	// its progress counts targets done.
+	targets int64
 	// finish builds the tool's structured result from how the action
 	// ended and its streams, with the streams it holds for shrinking, a
 	// sentence on what ran, and whether the call failed.
@@ -69,8 +74,16 @@ type ended struct {
 	transfer *sshexec.TransferResult
 }
 
-// Progress receives the bytes an action received so far.
-type Progress func(bytes int64, elapsed time.Duration)
+// Progress receives how far an action is, every progressInterval.
+type Progress func(ProgressReport)
+
+// ProgressReport is how far an action is: the bytes it received so far, or
+// for a fan-out (Total set) how many of its Total targets are done.
+type ProgressReport struct {
+	Done    int64
+	Total   int64
+	Elapsed time.Duration
+}
 
 // progressInterval is how often Progress is called while bytes arrive.
 const progressInterval = 250 * time.Millisecond
@@ -96,35 +109,40 @@ func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
 // it as running.
 func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progress, wait *float64) *ToolResult {
 	called := time.Now()
+	waitLimit := waitFor(wait, s.core.server.Wait)
+	act, byCall, fail := g.start(ctx, s, a, waitLimit == 0)
+	if fail != nil {
+		return fail
+	}
+	return g.await(ctx, act, called.Add(waitLimit), progress, byCall)
+}
+
+// start takes an action through the pipeline up to its execution, which
+// it starts on a goroutine of the gateway: it returns the running action,
+// and byCall, which ends the link from ctx's cancellation to the action
+// (see await). An action that did not start is returned as fail. With
+// background, the action is to go on in the background at once, so a free
+// background slot is needed.
+func (g *Gateway) start(ctx context.Context, s *state, a *action, background bool) (act *liveAction, byCall func() bool, fail *ToolResult) {
 	c := s.core
 	if c.auditBroken != nil {
-		return g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken)
+		return nil, nil, g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken)
 	}
 	intent := &a.intent
 	if err := a.check(intent); err != nil {
-		var de *policy.DeniedError
-		var ue *unusableError
-		switch {
-		case errors.As(err, &de):
-			g.refuse(c, intent, StatusDenied, de.Rule, de.Reason)
-		case errors.As(err, &ue):
-			g.refuse(c, intent, StatusFailed, ue.rule, ue.reason)
-		default:
-			g.refuse(c, intent, StatusFailed, "", err.Error())
-		}
-		return g.failure("%v", err)
+		g.refused(c, intent, err)
+		return nil, nil, g.failure("%v", err)
 	}
 	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
-	waitLimit := waitFor(wait, c.server.Wait)
-	if waitLimit == 0 && !c.background.free() {
-		return g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"})
+	if background && !c.background.free() {
+		return nil, nil, g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"})
 	}
 
 	// The action's context outlives the call's: the call's cancellation
 	// reaches it only while the call waits (await disarms it). Close
 	// cancels it and waits for it.
 	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	byCall := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	byCall = context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	byShutdown := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
 	g.wg.Add(1)
 	var releases []func()
@@ -150,7 +168,7 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 	releaseTarget, err := c.limit.take(qctx, s.slots[intent.Target], "target", intent.Target)
 	if err != nil {
 		defer undo()
-		return g.notStarted(actx, c, intent, err)
+		return nil, nil, g.notStarted(actx, c, intent, err)
 	}
 	releases = append(releases, releaseTarget)
 	dctx, dcancel := context.WithTimeoutCause(actx, timeout, &timeoutError{timeout})
@@ -159,16 +177,18 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 		release, err := a.reserve(dctx, time.Until(deadline(qctx)))
 		if err != nil {
 			defer undo()
-			return g.notStarted(dctx, c, intent, err)
+			return nil, nil, g.notStarted(dctx, c, intent, err)
 		}
 		releases = append(releases, release)
 	}
-	releaseServer, err := c.limit.take(qctx, c.limit.server, "server", intent.Target)
-	if err != nil {
-		defer undo()
-		return g.notStarted(actx, c, intent, err)
+	if a.targets == 0 {
+		releaseServer, err := c.limit.take(qctx, c.limit.server, "server", intent.Target)
+		if err != nil {
+			defer undo()
+			return nil, nil, g.notStarted(actx, c, intent, err)
+		}
+		releases = append(releases, releaseServer)
 	}
-	releases = append(releases, releaseServer)
 
 	out := c.spool.Begin(intent.Tool, intent.Target)
 	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
@@ -176,10 +196,10 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 		out.Finish()
 		undo()
 		g.log.Error("audit log: the intent record could not be written; the action did not run", "error", err)
-		return g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
+		return nil, nil, g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
 	}
 
-	act := g.actions.begin(out.Handle(), intent, a, c, cancel)
+	act = g.actions.begin(out.Handle(), intent, a, c, cancel)
 	red := g.red.Load()
 	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
 	for _, name := range a.streams {
@@ -226,7 +246,22 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 		g.active.Add(-1)
 		act.end(e.status, r, &g.actions)
 	}()
-	return g.await(ctx, act, called.Add(waitLimit), progress, byCall)
+	return act, byCall, nil
+}
+
+// refused audits an action that check refused: a denial by policy, or a
+// refusal for a reason of its target or request.
+func (g *Gateway) refused(c *core, intent *audit.Record, err error) {
+	var de *policy.DeniedError
+	var ue *unusableError
+	switch {
+	case errors.As(err, &de):
+		g.refuse(c, intent, StatusDenied, de.Rule, de.Reason)
+	case errors.As(err, &ue):
+		g.refuse(c, intent, StatusFailed, ue.rule, ue.reason)
+	default:
+		g.refuse(c, intent, StatusFailed, "", err.Error())
+	}
 }
 
 // notStarted audits and answers a call that queued and did not start:
@@ -325,10 +360,10 @@ func deadline(ctx context.Context) time.Time {
 	return d
 }
 
-// reportProgress calls progress with the count in n every
+// reportProgress calls progress with the count in n, of total, every
 // progressInterval, from a goroutine that the returned stop ends and waits
 // for.
-func reportProgress(progress Progress, n *atomic.Int64, start time.Time) (stop func()) {
+func reportProgress(progress Progress, n *atomic.Int64, total int64, start time.Time) (stop func()) {
 	if progress == nil {
 		return func() {}
 	}
@@ -342,7 +377,7 @@ func reportProgress(progress Progress, n *atomic.Int64, start time.Time) (stop f
 			case <-done:
 				return
 			case <-tick.C:
-				progress(n.Load(), time.Since(start))
+				progress(ProgressReport{Done: n.Load(), Total: total, Elapsed: time.Since(start)})
 			}
 		}
 	})

@@ -137,12 +137,14 @@ func progress(ctx context.Context, req *mcp.CallToolRequest, env *toolEnv) gatew
 	if token == nil {
 		return nil
 	}
-	return func(n int64, elapsed time.Duration) {
-		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-			ProgressToken: token,
-			Progress:      float64(n),
-			Message:       fmt.Sprintf("%d bytes received after %v", n, elapsed.Round(time.Millisecond)),
-		})
+	return func(p gateway.ProgressReport) {
+		params := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(p.Done),
+			Message: fmt.Sprintf("%d bytes received after %v", p.Done, p.Elapsed.Round(time.Millisecond))}
+		if p.Total > 0 {
+			params.Total = float64(p.Total)
+			params.Message = fmt.Sprintf("%d of %s done after %v", p.Done, count(int(p.Total), "target"), p.Elapsed.Round(time.Millisecond))
+		}
+		err := req.Session.NotifyProgress(ctx, params)
 		if err != nil {
 			env.log.Debug("progress not sent", "error", err)
 		}
