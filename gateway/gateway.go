@@ -146,6 +146,9 @@ type ToolResult struct {
 	Structured any
 	Text       string
 	IsError    bool
+	// status is how an action that did not start ended (busy, denied,
+	// failed...); "" for every other result.
+	status Status
 }
 
 // failure is a tool error result that names what went wrong; its text

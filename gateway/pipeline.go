@@ -130,8 +130,9 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 	}
 	intent := &a.intent
 	if err := a.check(intent); err != nil {
-		g.refused(c, intent, err)
-		return nil, nil, g.failure("%v", err)
+		r := g.failure("%v", err)
+		r.status = g.refused(c, intent, err)
+		return nil, nil, r
 	}
 	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
 	if background && !c.background.free() {
@@ -142,7 +143,9 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 	// reaches it only while the call waits (await disarms it). Close
 	// cancels it and waits for it.
 	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	byCall = context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	// Not the named result: a return before the action starts sets that
+	// to nil before the deferred undo runs.
+	stopByCall := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	byShutdown := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
 	g.wg.Add(1)
 	var releases []func()
@@ -152,7 +155,7 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		for _, r := range slices.Backward(releases) {
 			r()
 		}
-		byCall()
+		stopByCall()
 		byShutdown()
 		cancel(nil)
 	}
@@ -221,7 +224,7 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		e.reason = red.RedactString(e.reason)
 		streams := act.summaries()
 		outcome := &audit.Record{
-			Kind: "outcome", Handle: out.Handle(), Tool: intent.Tool, Target: intent.Target,
+			Kind: "outcome", Handle: out.Handle(), Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target,
 			Status: string(e.status), ExitCode: e.exitCode, Signal: e.signal, HTTPStatus: e.httpStatus,
 			DurationMS: e.duration.Milliseconds(), Reason: e.reason, RemoteStopped: e.remoteStopped,
 			Streams: map[string]audit.Stream{}, Rule: e.rule,
@@ -246,22 +249,24 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		g.active.Add(-1)
 		act.end(e.status, r, &g.actions)
 	}()
-	return act, byCall, nil
+	return act, stopByCall, nil
 }
 
-// refused audits an action that check refused: a denial by policy, or a
-// refusal for a reason of its target or request.
-func (g *Gateway) refused(c *core, intent *audit.Record, err error) {
+// refused audits an action that check refused, a denial by policy or a
+// refusal for a reason of its target or request, and returns its status.
+func (g *Gateway) refused(c *core, intent *audit.Record, err error) Status {
 	var de *policy.DeniedError
 	var ue *unusableError
 	switch {
 	case errors.As(err, &de):
 		g.refuse(c, intent, StatusDenied, de.Rule, de.Reason)
+		return StatusDenied
 	case errors.As(err, &ue):
 		g.refuse(c, intent, StatusFailed, ue.rule, ue.reason)
 	default:
 		g.refuse(c, intent, StatusFailed, "", err.Error())
 	}
+	return StatusFailed
 }
 
 // notStarted audits and answers a call that queued and did not start:
@@ -285,7 +290,9 @@ func (g *Gateway) notStarted(ctx context.Context, c *core, intent *audit.Record,
 	}
 	intent.Handle = output.NewHandle() // names the call in both records; no output is kept
 	g.record(c, intent, "allow", status, "", "did not start: "+text)
-	return g.failure("the action did not start: %s", text)
+	r := g.failure("the action did not start: %s", text)
+	r.status = status
+	return r
 }
 
 // unusableError refuses an action for a reason of its target or its
@@ -310,7 +317,7 @@ func (g *Gateway) record(c *core, intent *audit.Record, decision string, status 
 	intent.Kind, intent.Decision, intent.Rule = "intent", decision, rule
 	err := g.appendAudit(c, intent)
 	if err == nil {
-		err = g.appendAudit(c, &audit.Record{Kind: "outcome", Handle: intent.Handle, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
+		err = g.appendAudit(c, &audit.Record{Kind: "outcome", Handle: intent.Handle, Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
 	}
 	if err != nil {
 		g.log.Error("audit log: a refused call could not be recorded", "tool", intent.Tool, "target", intent.Target, "error", err)

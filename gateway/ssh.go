@@ -67,10 +67,15 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 	if fail != nil {
 		return fail
 	}
+	return g.run(ctx, s, g.sshExecAction(st, in), progress, in.WaitS)
+}
+
+// sshExecAction is the action of one ssh_exec call on st.
+func (g *Gateway) sshExecAction(st *sshTarget, in SSHExecInput) *action {
 	var lease *sshexec.Lease
 	var dir string
 	var env map[string]string
-	return g.run(ctx, s, &action{
+	return &action{
 		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
 		check: func(intent *audit.Record) error {
 			// Sizes and bytes first: one call must not flood the audit
@@ -133,7 +138,7 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 			return out, []output.NamedStream{{Name: "stdout", Summary: &out.Stdout}, {Name: "stderr", Summary: &out.Stderr}},
 				describeSSH(out, g.redactString(in.Command)), isError
 		},
-	}, progress, in.WaitS)
+	}
 }
 
 // sshTarget returns the current state and its SSH target name, or the

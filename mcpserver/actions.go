@@ -32,6 +32,16 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 		return toolResult[*gateway.SSHExecOutput](gw.SSHExec(ctx, in, progress(ctx, req, env)))
 	})
 	mcp.AddTool(s, &mcp.Tool{
+		Name: "ssh_exec_many",
+		Description: "Run one shell command on many SSH targets (names, globs such as web-*, or a group; see list_targets), " +
+			"in parallel. Policy is checked on every target first: if any refuses the command, nothing runs. Returns a " +
+			"summary, the results grouped (targets whose status, exit code, stdout and stderr are identical are shown " +
+			"once, the largest group first) and each target's handle for action_status, read_output and search_output.",
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHExecManyInput) (*mcp.CallToolResult, *gateway.SSHExecManyOutput, error) {
+		return toolResult[*gateway.SSHExecManyOutput](gw.SSHExecMany(ctx, in, progress(ctx, req, env)))
+	})
+	mcp.AddTool(s, &mcp.Tool{
 		Name: "http_request",
 		Description: "Send an HTTP request to a configured endpoint (see list_targets), under its base URL. Returns status, " +
 			"selected headers, the first and last lines of the body and a handle for read_output and search_output. " +

@@ -13,7 +13,7 @@ func init() { toolSets = append(toolSets, addBackgroundTools) }
 
 // actionStatuses are the statuses list_actions can filter by: running,
 // and every way a started action ends.
-var actionStatuses = []string{"running", "exited", "signaled", "output_limit", "ok", "http_error", "body_limit", "size_limit", "timeout", "cancelled", "denied", "failed"}
+var actionStatuses = []string{"running", "exited", "signaled", "output_limit", "ok", "http_error", "body_limit", "size_limit", "done", "timeout", "cancelled", "denied", "failed"}
 
 // addBackgroundTools adds the tools for actions that go on after their
 // call returned: waiting for one, stopping one, listing them.
@@ -25,7 +25,7 @@ func addBackgroundTools(s *mcp.Server, env *toolEnv) {
 	// Any action tool's result: the action's own shape.
 	actionResult := &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{
 		schemaFor[gateway.SSHExecOutput](), schemaFor[gateway.HTTPRequestOutput](),
-		schemaFor[gateway.SSHDownloadOutput](), schemaFor[gateway.SSHUploadOutput](),
+		schemaFor[gateway.SSHDownloadOutput](), schemaFor[gateway.SSHUploadOutput](), schemaFor[gateway.SSHExecManyOutput](),
 	}}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         "action_status",

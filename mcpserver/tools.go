@@ -55,9 +55,17 @@ type httpEndpointInfo struct {
 	Methods     []string `json:"methods"`
 }
 
+type groupInfo struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Targets     []string `json:"targets"`
+}
+
 type listTargetsOut struct {
 	SSH  []sshTargetInfo    `json:"ssh"`
 	HTTP []httpEndpointInfo `json:"http"`
+	// Groups are sets of SSH targets for ssh_exec_many.
+	Groups []groupInfo `json:"groups"`
 }
 
 type healthIn struct{}
@@ -85,7 +93,7 @@ func addInfoTools(s *mcp.Server, env *toolEnv) {
 }
 
 func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ listTargetsIn) (*mcp.CallToolResult, listTargetsOut, error) {
-	out := listTargetsOut{SSH: []sshTargetInfo{}, HTTP: []httpEndpointInfo{}}
+	out := listTargetsOut{SSH: []sshTargetInfo{}, HTTP: []httpEndpointInfo{}, Groups: []groupInfo{}}
 	cfg := env.cfg
 	if env.gw != nil {
 		var err error
@@ -103,8 +111,16 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 		e := cfg.HTTP[name]
 		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods})
 	}
-	return textResult("%s and %s are configured; name one in ssh_exec (target) or http_request (endpoint).",
-		count(len(out.SSH), "SSH target"), count(len(out.HTTP), "HTTP endpoint")), out, nil
+	for _, name := range sortedNames(cfg.Group) {
+		targets, _ := cfg.Targets(cfg.Group[name].Targets) // checked when the config loaded
+		out.Groups = append(out.Groups, groupInfo{Name: name, Description: cfg.Group[name].Description, Targets: targets})
+	}
+	text := fmt.Sprintf("%s and %s are configured; name one in ssh_exec (target) or http_request (endpoint).",
+		count(len(out.SSH), "SSH target"), count(len(out.HTTP), "HTTP endpoint"))
+	if len(out.Groups) > 0 {
+		text += fmt.Sprintf(" %s of SSH targets for ssh_exec_many (group).", count(len(out.Groups), "group"))
+	}
+	return textResult("%s", text), out, nil
 }
 
 // count says n of noun, in the plural unless n is 1.

@@ -32,6 +32,9 @@ type Record struct {
 	Handle string `json:"handle"`
 	Tool   string `json:"tool"`
 	Target string `json:"target"`
+	// Parent is the handle of the fan-out (ssh_exec_many) an action is one
+	// target of; "" for an action of its own.
+	Parent string `json:"parent,omitempty"`
 
 	// Intent.
 	Command string `json:"command,omitempty"`
@@ -165,7 +168,7 @@ func prepare(rec *Record, redact func(string) string) (*Record, error) {
 		name string
 		s    *string
 	}{
-		{"handle", &r.Handle}, {"tool", &r.Tool}, {"target", &r.Target},
+		{"handle", &r.Handle}, {"parent", &r.Parent}, {"tool", &r.Tool}, {"target", &r.Target},
 		{"command", &r.Command}, {"cwd", &r.Cwd}, {"env", &r.Env}, {"method", &r.Method}, {"path", &r.Path},
 		{"decision", &r.Decision}, {"rule", &r.Rule}, {"status", &r.Status},
 		{"signal", &r.Signal}, {"reason", &r.Reason}, {"source", &r.Source}, {"sha256", &r.SHA256},

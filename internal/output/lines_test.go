@@ -248,7 +248,7 @@ func TestBuildResultRandom(t *testing.T) {
 		o := testOutput{Handle: act.Handle(), Status: "exited", Stdout: c.Summary(), Stderr: e.Summary()}
 		budget := 1500 + rng.IntN(40000)
 		text, err := BuildResult(ResultSpec{Structured: &o, What: "ssh_exec on web1: exited with code 0.", Handle: o.Handle,
-			Streams: []NamedStream{{"stdout", &o.Stdout}, {"stderr", &o.Stderr}}}, budget)
+			Streams: []NamedStream{{Name: "stdout", Summary: &o.Stdout}, {Name: "stderr", Summary: &o.Stderr}}}, budget)
 		var tl *ResultTooLargeError
 		if errors.As(err, &tl) {
 			continue

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -53,6 +54,14 @@ func ResultSize(structured any, text string) (int, error) {
 type NamedStream struct {
 	Name    string
 	Summary *Stream
+	// Handle is the action that holds the stream, for the hints; "" is
+	// the result's own (ResultSpec.Handle).
+	Handle string
+	// Heading, when set, is a line the text puts before the stream.
+	Heading string
+	// NoHint leaves out the ready calls that read the rest of the stream:
+	// for a result of many streams whose text says once how to read them.
+	NoHint bool
 }
 
 // ResultSpec is a finished action, for BuildResult.
@@ -151,9 +160,12 @@ func describeResult(spec *ResultSpec) string {
 	}
 	var more []string
 	for _, ns := range spec.Streams {
+		if ns.Heading != "" {
+			writeLines(&b, ns.Heading)
+		}
 		v := viewOf(ns.Summary)
 		v.write(&b, ns.Name)
-		if h := v.hint(spec.Handle, ns.Name); h != "" {
+		if h := v.hint(cmp.Or(ns.Handle, spec.Handle), ns.Name); h != "" && !ns.NoHint {
 			more = append(more, h)
 		}
 	}

@@ -86,7 +86,7 @@ func TestBuildResultFits(t *testing.T) {
 				o := out
 				spec := ResultSpec{
 					Structured: &o, What: "ssh_exec on web1: exited with code 0 after 12 ms.", Handle: o.Handle,
-					Streams: []NamedStream{{"stdout", &o.Stdout}, {"stderr", &o.Stderr}},
+					Streams: []NamedStream{{Name: "stdout", Summary: &o.Stdout}, {Name: "stderr", Summary: &o.Stderr}},
 				}
 				text, err := BuildResult(spec, budget)
 				if err != nil {
@@ -136,7 +136,7 @@ func TestBuildResultText(t *testing.T) {
 	act.Finish()
 	o := testOutput{Handle: act.Handle(), Stdout: c.Summary(), Stderr: e.Summary()}
 	text, err := BuildResult(ResultSpec{Structured: &o, What: "ssh_exec on web1: exited with code 0.", Handle: o.Handle,
-		Streams: []NamedStream{{"stdout", &o.Stdout}, {"stderr", &o.Stderr}}}, 65536)
+		Streams: []NamedStream{{Name: "stdout", Summary: &o.Stdout}, {Name: "stderr", Summary: &o.Stderr}}}, 65536)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestBuildResultText(t *testing.T) {
 
 func TestBuildResultTooLarge(t *testing.T) {
 	o := testOutput{Status: strings.Repeat("x", 5000)}
-	_, err := BuildResult(ResultSpec{Structured: &o, What: "ran", Handle: "h", Streams: []NamedStream{{"stdout", &o.Stdout}}}, 2000)
+	_, err := BuildResult(ResultSpec{Structured: &o, What: "ran", Handle: "h", Streams: []NamedStream{{Name: "stdout", Summary: &o.Stdout}}}, 2000)
 	var tl *ResultTooLargeError
 	if !errors.As(err, &tl) || tl.Budget != 2000 {
 		t.Errorf("got %v; want *ResultTooLargeError", err)

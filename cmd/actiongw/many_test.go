@@ -1,0 +1,229 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/testenv"
+)
+
+// fleetTarget is an [ssh.NAME] table for the test sshd with extra lines.
+func fleetTarget(name, extra string) string {
+	return fmt.Sprintf("[ssh.%s]\nhost = \"127.0.0.1\"\nport = @PORT@\nuser = \"@USER@\"\nkey_secret = \"box-key\"\nknown_hosts = \"@KNOWN_HOSTS@\"\n%s\n", name, extra)
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+// startFleet serves 22 targets m01..m22 that are the same sshd under other
+// names (so other pooled connections): m01-m05 set ROLE=canary. Also
+// unreach (a closed port) and denier (which denies touch), and groups.
+func startFleet(t *testing.T) *served {
+	var b strings.Builder
+	for i := 1; i <= 22; i++ {
+		extra := ""
+		if i <= 5 {
+			extra = `env = { ROLE = "canary" }`
+		}
+		b.WriteString(fleetTarget(fmt.Sprintf("m%02d", i), extra))
+	}
+	b.WriteString(strings.Replace(fleetTarget("unreach", ""), "@PORT@", fmt.Sprint(closedPort(t)), 1))
+	b.WriteString(fleetTarget("denier", `deny_commands = ["touch"]`))
+	b.WriteString(`
+[group.fleet]
+description = "every m"
+targets = ["m*"]
+[group.withbad]
+targets = ["m0*", "unreach"]
+[group.withdeny]
+targets = ["m01", "m02", "denier"]
+`)
+	return startServedWith(t, servedOptions{tables: b.String(), server: "max_concurrent_actions = 32\nmax_parallel = 8"})
+}
+
+func (s *served) many(t *testing.T, args map[string]any) (*mcp.CallToolResult, gateway.SSHExecManyOutput) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := s.client.CallTool(ctx, "ssh_exec_many", args, nil)
+	if err != nil {
+		t.Fatalf("ssh_exec_many: %v\nstderr:\n%s", err, s.stderr)
+	}
+	b, _ := json.Marshal(r)
+	s.seen.Write(b)
+	return r, decode[gateway.SSHExecManyOutput](t, r)
+}
+
+func TestServeExecMany(t *testing.T) {
+	s := startFleet(t)
+
+	t.Run("list_targets", func(t *testing.T) {
+		r := s.call(t, "list_targets", map[string]any{})
+		text := fmt.Sprint(r.StructuredContent)
+		if !strings.Contains(resultText(r), "3 groups") || !strings.Contains(text, "withdeny") || !strings.Contains(text, "m22") {
+			t.Errorf("list_targets: %s\n%s", resultText(r), text)
+		}
+	})
+
+	t.Run("identical outputs grouped", func(t *testing.T) {
+		r, out := s.many(t, map[string]any{"group": "fleet", "command": "echo ${ROLE:-web}"})
+		if r.IsError || out.Status != "done" || out.Summary.Targets != 22 || out.Summary.ExitedOK != 22 || len(out.Groups) != 2 || len(out.Handles) != 22 {
+			t.Fatalf("fleet: %+v\n%s", out, resultText(r))
+		}
+		web, canary := out.Groups[0], out.Groups[1]
+		if len(web.Targets) != 17 || web.Stdout.Head != "web\n" || len(canary.Targets) != 5 || canary.Stdout.Head != "canary\n" || canary.Targets[0] != "m01" {
+			t.Errorf("groups: %+v", out.Groups)
+		}
+		if text := resultText(r); !strings.Contains(text, "group 1 of 2: 17 targets") || !strings.Contains(text, "group 2 of 2: 5 targets (m01, m02, m03, m04, m05)") {
+			t.Errorf("text: %s", text)
+		}
+		// Each target's action is its own, with its parent on record.
+		h := out.Handles["m07"]
+		r = s.call(t, "action_status", map[string]any{"handle": h})
+		if st := decode[gateway.SSHExecOutput](t, r); st.Stdout.Head != "web\n" || st.Target != "m07" {
+			t.Errorf("action_status of m07: %s", resultText(r))
+		}
+		if rec := record(t, s.state, audit.KindIntent, h); rec.Parent != out.Handle || rec.Tool != "ssh_exec" {
+			t.Errorf("m07's intent: %+v; want parent %s", rec, out.Handle)
+		}
+		if rec := record(t, s.state, audit.KindOutcome, out.Handle); rec.Tool != "ssh_exec_many" || rec.Status != "done" || rec.Target != "group:fleet" {
+			t.Errorf("the fan-out's own outcome: %+v", rec)
+		}
+	})
+
+	t.Run("one unreachable", func(t *testing.T) {
+		r, out := s.many(t, map[string]any{"group": "withbad", "command": "true", "max_parallel": 3})
+		if !r.IsError || out.Summary.Targets != 10 || out.Summary.ExitedOK != 9 || out.Summary.Failed != 1 || len(out.Groups) != 2 {
+			t.Fatalf("withbad: %+v\n%s", out.Summary, resultText(r))
+		}
+		if bad := out.Groups[1]; bad.Targets[0] != "unreach" || bad.Status != "failed" || !strings.Contains(bad.Reason, "did not start") {
+			t.Errorf("the unreachable target's group: %+v", bad)
+		}
+	})
+
+	t.Run("one denies: nothing runs", func(t *testing.T) {
+		marker := filepath.Join(os.TempDir(), "actiongw-many-"+randomHex(t, 6))
+		r, _ := s.many(t, map[string]any{"group": "withdeny", "command": "touch " + marker})
+		if text := resultText(r); !r.IsError || !strings.Contains(text, "nothing ran") || !strings.Contains(text, "denier") || strings.Contains(text, "m01:") {
+			t.Errorf("withdeny: %s", text)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			os.Remove(marker)
+			t.Errorf("a target ran the command that another target denies")
+		}
+	})
+
+	t.Run("bad calls", func(t *testing.T) {
+		for _, tt := range []struct {
+			args map[string]any
+			want string
+		}{
+			{map[string]any{"command": "true"}, "either targets"},
+			{map[string]any{"command": "true", "group": "fleet", "targets": []string{"m01"}}, "either targets"},
+			{map[string]any{"command": "true", "group": "nope"}, `unknown group "nope"`},
+			{map[string]any{"command": "true", "targets": []string{"m01", "x*"}}, `"x*" names no SSH target`},
+		} {
+			r := s.call(t, "ssh_exec_many", tt.args)
+			if text := resultText(r); !r.IsError || !strings.Contains(text, tt.want) {
+				t.Errorf("%v: %s; want %q", tt.args, text, tt.want)
+			}
+		}
+	})
+
+	t.Run("in the background", func(t *testing.T) {
+		_, out := s.many(t, map[string]any{"targets": []string{"m1*"}, "command": "sleep 1; echo late", "wait_s": 0})
+		if out.Status != "running" || out.Summary.Targets != 10 {
+			t.Fatalf("wait_s 0: %+v", out)
+		}
+		r := s.call(t, "action_status", map[string]any{"handle": out.Handle, "wait_s": 60})
+		if done := decode[gateway.SSHExecManyOutput](t, r); done.Status != "done" || done.Summary.ExitedOK != 10 || len(done.Groups) != 1 {
+			t.Errorf("action_status of the fan-out: %s", resultText(r))
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		progressed := make(chan float64, 100)
+		p, err := s.client.StartTool(context.Background(), "ssh_exec_many", map[string]any{"group": "fleet", "command": "sleep 120", "max_parallel": 22},
+			func(n mcp.ProgressNotificationParams) {
+				select {
+				case progressed <- n.Total:
+				default:
+				}
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, time.Minute, "22 commands running", func() bool { return s.health(t).ActiveActions >= 22 })
+		if total := <-progressed; total != 22 {
+			t.Errorf("progress total %v; want 22 targets", total)
+		}
+		before := len(auditRecords(t, s.state))
+		if err := s.client.Cancel(p.ID(), "test"); err != nil {
+			t.Fatal(err)
+		}
+		s.promptly(t)
+		testenv.WaitFor(t, time.Minute, "every outcome", func() bool {
+			n := 0
+			for _, rec := range auditRecords(t, s.state)[before:] {
+				if rec.Kind == audit.KindOutcome && rec.Tool == "ssh_exec" && rec.Parent != "" {
+					n++
+				}
+			}
+			return n == 22
+		})
+		for _, rec := range auditRecords(t, s.state)[before:] {
+			if rec.Kind == audit.KindOutcome && rec.Parent != "" && (rec.Status != "cancelled" || rec.RemoteStopped == nil || !*rec.RemoteStopped) {
+				t.Errorf("%s: %s, remote_stopped %v; want cancelled and verified gone", rec.Target, rec.Status, rec.RemoteStopped)
+			}
+		}
+	})
+	s.assertNoSecretIn(t, s.token)
+}
+
+// TestServeExecManyFits runs a command whose output differs on each of 100
+// targets: the result fits result_bytes, leaving out the smallest groups
+// honestly, and every target's handle is in it.
+func TestServeExecManyFits(t *testing.T) {
+	var b strings.Builder
+	for i := range 100 {
+		b.WriteString(fleetTarget(fmt.Sprintf("t%03d", i), fmt.Sprintf(`env = { ID = "t%03d" }`, i)))
+	}
+	const budget = 16384
+	s := startServedWith(t, servedOptions{tables: b.String(), server: fmt.Sprintf("result_bytes = %d\nmax_parallel = 10", budget)})
+	r, out := s.many(t, map[string]any{"targets": []string{"t*"}, "command": "echo $ID; seq 1 200"})
+	raw, _ := json.Marshal(r)
+	shown := len(out.Groups)
+	if out.Omitted != nil {
+		shown += out.Omitted.Groups
+	}
+	if r.IsError || out.Summary.ExitedOK != 100 || shown != 100 || len(out.Handles) != 100 || out.Omitted == nil || out.Omitted.Targets != 100-len(out.Groups) {
+		t.Fatalf("100 groups: %d shown, omitted %+v, %d handles\n%s", len(out.Groups), out.Omitted, len(out.Handles), resultText(r))
+	}
+	if len(raw) > budget {
+		t.Errorf("the result is %d bytes; result_bytes is %d", len(raw), budget)
+	}
+	if text := resultText(r); !strings.Contains(text, fmt.Sprintf("%d groups, the smallest (%d targets), are not shown", out.Omitted.Groups, out.Omitted.Targets)) {
+		t.Errorf("the text does not say what was left out: %s", text)
+	}
+}

@@ -1,0 +1,422 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
+	"github.com/actiongw/actiongw/policy"
+)
+
+// maxFanout bounds the targets of one ssh_exec_many: its result names
+// every target with its handle.
+const maxFanout = 256
+
+// SSHExecManyInput is the input of the ssh_exec_many tool.
+type SSHExecManyInput struct {
+	Targets     []string `json:"targets,omitempty" jsonschema:"SSH targets: names, or globs over them such as web-*; not with group"`
+	Group       string   `json:"group,omitempty" jsonschema:"a group of SSH targets, as list_targets gives it; not with targets"`
+	Command     string   `json:"command" jsonschema:"shell command to run on every target"`
+	Stdin       string   `json:"stdin,omitempty" jsonschema:"text sent to each command's standard input, then end of file"`
+	TimeoutS    float64  `json:"timeout_s,omitempty" jsonschema:"seconds after which each target's command is stopped; capped by each target's maximum"`
+	WaitS       *float64 `json:"wait_s,omitempty" jsonschema:"seconds this call waits for every target to end (default: the server's wait, 50 s); still running then, it is returned as running with its handle and goes on in the background; 0 starts it in the background"`
+	MaxParallel int      `json:"max_parallel,omitempty" jsonschema:"targets the command runs on at once (default: the server's max_parallel); at most the server's max_concurrent_actions"`
+}
+
+// SSHExecManyOutput is the structured result of ssh_exec_many.
+type SSHExecManyOutput struct {
+	Handle  string `json:"handle"`
+	Command string `json:"command"`
+	// Status is running, done (every target ended: see summary), cancelled
+	// or timeout.
+	Status     Status      `json:"status"`
+	DurationMS int64       `json:"duration_ms"`
+	Summary    ManySummary `json:"summary"`
+	// Groups holds the targets whose results are identical (status, exit
+	// code, stdout and stderr), each group once, the largest first.
+	Groups []TargetGroup `json:"groups"`
+	// Omitted says how many of the smallest groups were left out to fit
+	// the result; every target's result is still in handles.
+	Omitted *OmittedGroups `json:"omitted,omitempty"`
+	// Handles gives each target's own action, for action_status,
+	// read_output and search_output; a target whose command did not start
+	// has none (its group says why).
+	Handles map[string]string `json:"handles"`
+	Reason  string            `json:"reason,omitempty"`
+}
+
+// ManySummary counts the targets of an ssh_exec_many by how they ended.
+type ManySummary struct {
+	Targets       int `json:"targets"`
+	Running       int `json:"running,omitempty"`
+	ExitedOK      int `json:"exited_ok"`
+	ExitedNonzero int `json:"exited_nonzero"`
+	Signaled      int `json:"signaled,omitempty"`
+	OutputLimit   int `json:"output_limit,omitempty"`
+	// Failed counts the commands that could not run (no connection, no
+	// slot, a missing secret) or lost their connection.
+	Failed    int `json:"failed"`
+	Timeout   int `json:"timeout"`
+	Cancelled int `json:"cancelled"`
+}
+
+// TargetGroup is the result the targets of a group share: their status,
+// exit code and streams are the same (their streams' sha256 equal).
+type TargetGroup struct {
+	Targets  []string      `json:"targets"`
+	Status   Status        `json:"status"`
+	ExitCode *int          `json:"exit_code,omitempty"`
+	Signal   string        `json:"signal,omitempty"`
+	Reason   string        `json:"reason,omitempty"`
+	Stdout   output.Stream `json:"stdout"`
+	Stderr   output.Stream `json:"stderr"`
+}
+
+// OmittedGroups is what a result left out to fit result_bytes.
+type OmittedGroups struct {
+	Groups  int `json:"groups"`
+	Targets int `json:"targets"`
+}
+
+// StatusDone is how a fan-out ends when every target ended; its summary
+// says how each did.
+const StatusDone Status = "done"
+
+// fanTarget is one target of a fan-out and, once it ended, its result.
+type fanTarget struct {
+	name   string
+	a      *action
+	handle string      // "" until its action started
+	result *ToolResult // nil until it ended
+}
+
+// SSHExecMany runs one command on many SSH targets, at most max_parallel
+// at once, each as an ssh_exec action of its own (with its own handle,
+// slots and audit records, tied to the fan-out by their parent), and
+// returns their results grouped. Policy is checked on every target first:
+// when any denies the command, nothing runs.
+func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress Progress) *ToolResult {
+	s, fail := g.ready()
+	if fail != nil {
+		return fail
+	}
+	names, label, err := fanoutTargets(s, in)
+	if err != nil {
+		return g.failure("%v", err)
+	}
+	c := s.core
+	parallel := cmp.Or(in.MaxParallel, c.server.MaxParallel)
+	parallel = min(max(parallel, 1), cap(c.limit.server))
+	targets := make([]*fanTarget, len(names))
+	var longest time.Duration
+	for i, name := range names {
+		st := s.ssh[name]
+		targets[i] = &fanTarget{name: name, a: g.sshExecAction(st, SSHExecInput{Target: name, Command: in.Command, Stdin: in.Stdin, TimeoutS: in.TimeoutS})}
+		t, _ := policy.Timeout(seconds(in.TimeoutS), st.timeout, st.maxTimeout)
+		longest = max(longest, t)
+	}
+	// Its own bound: every wave of targets within its longest timeout
+	// and its wait for slots; each target's own timeout stops it sooner.
+	waves := time.Duration((len(names) + parallel - 1) / parallel)
+	bound := waves*(longest+c.server.QueueWait) + time.Minute
+
+	var mu sync.Mutex // guards the targets' handle and result
+	fan := &action{
+		intent: audit.Record{Tool: "ssh_exec_many", Target: label, Command: in.Command},
+		check: func(*audit.Record) error {
+			// Every target's policy before anything runs. Other refusals
+			// (a missing secret) fail that target alone, when it starts.
+			var denied []string
+			for _, t := range targets {
+				var de *policy.DeniedError
+				if err := t.a.check(&t.a.intent); errors.As(err, &de) {
+					denied = append(denied, fmt.Sprintf("%s: %s (%s)", t.name, de.Reason, de.Rule))
+				}
+			}
+			if len(denied) > 0 {
+				return &policy.DeniedError{Target: label, Rule: "the targets' rules",
+					Reason: fmt.Sprintf("nothing ran: %s of %d refuse the command: %s", output.Plural(len(denied), "target"), len(targets), strings.Join(denied, "; "))}
+			}
+			return nil
+		},
+		timeout: bound, maxTimeout: bound,
+		targets: int64(len(targets)),
+	}
+	fan.execute = func(ctx context.Context, _ []io.Writer, done *atomic.Int64) *ended {
+		sem := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		for _, t := range targets {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				// Not started: its status says the fan-out was stopped.
+				mu.Lock()
+				t.result = &ToolResult{Text: "the action did not start: " + g.cancelReason(ctx), IsError: true, status: StatusCancelled}
+				mu.Unlock()
+				done.Add(1)
+				continue
+			}
+			t.a.intent.Parent = fan.intent.Handle
+			act, _, fail := g.start(ctx, s, t.a, false)
+			if fail != nil {
+				mu.Lock()
+				t.result = fail
+				mu.Unlock()
+				<-sem
+				done.Add(1)
+				continue
+			}
+			mu.Lock()
+			t.handle = act.handle
+			mu.Unlock()
+			wg.Go(func() {
+				<-act.done
+				mu.Lock()
+				t.result = act.finishedResult()
+				mu.Unlock()
+				<-sem
+				done.Add(1)
+			})
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			var te *timeoutError
+			if errors.As(context.Cause(ctx), &te) {
+				return &ended{status: StatusTimeout, reason: te.Error()}
+			}
+			return &ended{status: StatusCancelled}
+		}
+		return &ended{status: StatusDone}
+	}
+	fan.finish = func(e *ended, handle string, _ []output.Stream) (any, []output.NamedStream, string, bool) {
+		mu.Lock()
+		out := groupResults(targets)
+		mu.Unlock()
+		out.Handle, out.Command, out.Status, out.DurationMS, out.Reason = handle, in.Command, e.status, e.duration.Milliseconds(), e.reason
+		// Room for what the pipeline adds to the text (a note on the
+		// timeout cap, a warning on the audit log).
+		fitGroups(out, g.redactString(in.Command), c.server.ResultBytes-512)
+		isError := e.status != StatusDone || out.Summary.ExitedOK != out.Summary.Targets
+		return out, out.streams(), out.describe(g.redactString(in.Command)), isError
+	}
+	return g.run(ctx, s, fan, progress, in.WaitS)
+}
+
+// fanoutTargets resolves the targets of an ssh_exec_many call and names
+// them for the audit log: "group:NAME", or the names given.
+func fanoutTargets(s *state, in SSHExecManyInput) (list []string, label string, err error) {
+	switch {
+	case (len(in.Targets) == 0) == (in.Group == ""):
+		return nil, "", errors.New("give either targets (names or globs of SSH targets) or group, one of them")
+	case in.Group != "":
+		grp, ok := s.cfg.Group[in.Group]
+		if !ok {
+			return nil, "", fmt.Errorf("%s", unknownTarget("group", in.Group, names(s.cfg.Group), false, "", ""))
+		}
+		list, err = s.cfg.Targets(grp.Targets)
+		label = "group:" + in.Group
+	default:
+		list, err = s.cfg.Targets(in.Targets)
+		label = output.Clip(strings.Join(in.Targets, ","), 200)
+	}
+	switch {
+	case err != nil:
+		return nil, "", fmt.Errorf("targets: %w (list_targets shows the SSH targets and groups)", err)
+	case len(list) > maxFanout:
+		return nil, "", fmt.Errorf("targets: %d targets; one call runs on at most %d", len(list), maxFanout)
+	}
+	return list, label, nil
+}
+
+// groupResults counts the targets' results and groups the identical ones,
+// the largest group first; targets still running are counted, not
+// grouped.
+func groupResults(targets []*fanTarget) *SSHExecManyOutput {
+	out := &SSHExecManyOutput{Groups: []TargetGroup{}, Handles: map[string]string{}}
+	out.Summary.Targets = len(targets)
+	byKey := map[string]int{}
+	for _, t := range targets {
+		if t.handle != "" {
+			out.Handles[t.name] = t.handle
+		}
+		if t.result == nil {
+			out.Summary.Running++
+			continue
+		}
+		grp := groupOf(t.result)
+		out.Summary.count(&grp)
+		key := fmt.Sprintf("%s\x00%v\x00%s\x00%s\x00%s\x00%s", grp.Status, exitOf(grp.ExitCode), grp.Signal, grp.Reason, grp.Stdout.SHA256, grp.Stderr.SHA256)
+		if i, ok := byKey[key]; ok {
+			out.Groups[i].Targets = append(out.Groups[i].Targets, t.name)
+			continue
+		}
+		grp.Targets = []string{t.name}
+		byKey[key] = len(out.Groups)
+		out.Groups = append(out.Groups, grp)
+	}
+	slices.SortStableFunc(out.Groups, func(a, b TargetGroup) int { return len(b.Targets) - len(a.Targets) })
+	return out
+}
+
+// groupOf is the group a target's result would form alone.
+func groupOf(r *ToolResult) TargetGroup {
+	if o, ok := r.Structured.(*SSHExecOutput); ok {
+		return TargetGroup{Status: o.Status, ExitCode: o.ExitCode, Signal: o.Signal, Reason: o.Reason, Stdout: o.Stdout, Stderr: o.Stderr}
+	}
+	// It did not start, or was refused: the text says why.
+	return TargetGroup{Status: cmp.Or(r.status, StatusFailed), Reason: r.Text}
+}
+
+func exitOf(code *int) any {
+	if code == nil {
+		return "-"
+	}
+	return *code
+}
+
+func (m *ManySummary) count(grp *TargetGroup) {
+	switch grp.Status {
+	case StatusExited:
+		if grp.ExitCode != nil && *grp.ExitCode == 0 {
+			m.ExitedOK++
+		} else {
+			m.ExitedNonzero++
+		}
+	case StatusSignaled:
+		m.Signaled++
+	case StatusOutputLimit:
+		m.OutputLimit++
+	case StatusTimeout:
+		m.Timeout++
+	case StatusCancelled:
+		m.Cancelled++
+	default: // failed, busy, denied
+		m.Failed++
+	}
+}
+
+// fitGroups leaves out the smallest groups, as few as it can, so that the
+// result fits budget even with no preview (the pipeline then shrinks the
+// previews until it fits).
+func fitGroups(out *SSHExecManyOutput, command string, budget int) {
+	all := out.Groups
+	fits := func(k int) bool {
+		trial := *out
+		trial.Groups = make([]TargetGroup, k)
+		for i, grp := range all[:k] {
+			for _, st := range []*output.Stream{&grp.Stdout, &grp.Stderr} {
+				st.Head, st.Tail, st.Truncated = "", "", st.Bytes > 0
+			}
+			trial.Groups[i] = grp
+		}
+		trial.Omitted = omitted(all[k:])
+		_, err := output.BuildResult(output.ResultSpec{Structured: &trial, What: trial.describe(command), Handle: out.Handle, Streams: trial.streams()}, budget)
+		return err == nil
+	}
+	k := max(0, sort.Search(len(all)+1, func(k int) bool { return !fits(k) })-1)
+	out.Groups, out.Omitted = all[:k], omitted(all[k:])
+}
+
+func omitted(left []TargetGroup) *OmittedGroups {
+	if len(left) == 0 {
+		return nil
+	}
+	o := &OmittedGroups{Groups: len(left)}
+	for _, grp := range left {
+		o.Targets += len(grp.Targets)
+	}
+	return o
+}
+
+// streams are the groups' streams for the text, each group's headed by
+// what its targets share, and read through its first target's handle.
+func (out *SSHExecManyOutput) streams() []output.NamedStream {
+	var ns []output.NamedStream
+	for i := range out.Groups {
+		grp := &out.Groups[i]
+		handle := out.Handles[grp.Targets[0]]
+		heading := fmt.Sprintf("=== group %d of %d: %s (%s): %s", i+1, len(out.Groups), output.Plural(len(grp.Targets), "target"), listNames(grp.Targets, 8), describeGroup(grp))
+		if handle == "" {
+			// It did not start: no streams to read.
+			ns = append(ns, output.NamedStream{Name: "stdout", Summary: &grp.Stdout, Heading: heading + " ===", NoHint: true})
+			continue
+		}
+		// One way to read the rest, for every group, instead of a line of
+		// calls for each of its streams.
+		heading += fmt.Sprintf("; the rest of its output: read_output or search_output with %s's handle %q ===", grp.Targets[0], handle)
+		ns = append(ns, output.NamedStream{Name: "stdout", Summary: &grp.Stdout, Handle: handle, Heading: heading, NoHint: true},
+			output.NamedStream{Name: "stderr", Summary: &grp.Stderr, Handle: handle, NoHint: true})
+	}
+	return ns
+}
+
+// describe says in words what ran and how its targets ended.
+func (out *SSHExecManyOutput) describe(command string) string {
+	m := &out.Summary
+	var b strings.Builder
+	fmt.Fprintf(&b, "ssh_exec_many %q on %s: %s", output.Clip(command, 200), output.Plural(m.Targets, "target"), out.Status)
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{m.Running, "running"}, {m.ExitedOK, "exited 0"}, {m.ExitedNonzero, "exited non-zero"}, {m.Signaled, "signaled"},
+		{m.OutputLimit, "stopped at output_limit"}, {m.Failed, "failed"}, {m.Timeout, "timed out"}, {m.Cancelled, "cancelled"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, " after %d ms.", out.DurationMS)
+	if out.Reason != "" {
+		fmt.Fprintf(&b, " Reason: %s.", out.Reason)
+	}
+	shown := len(out.Groups)
+	if o := out.Omitted; o != nil {
+		shown += o.Groups
+	}
+	if shown > 0 {
+		fmt.Fprintf(&b, " %s of identical results (status, exit code, stdout and stderr), the largest first.", output.Plural(shown, "group"))
+	}
+	if o := out.Omitted; o != nil {
+		fmt.Fprintf(&b, " %s, the smallest (%s), are not shown, to fit the result (result_bytes).", output.Plural(o.Groups, "group"), output.Plural(o.Targets, "target"))
+	}
+	b.WriteString(" Every target's own result: action_status with the target's handle from handles; its output: read_output with that handle and stream stdout or stderr.")
+	return b.String()
+}
+
+// describeGroup says how a group's targets ended.
+func describeGroup(grp *TargetGroup) string {
+	w := string(grp.Status)
+	switch {
+	case grp.ExitCode != nil:
+		w += fmt.Sprintf(" with exit code %d", *grp.ExitCode)
+	case grp.Signal != "":
+		w += " by signal " + grp.Signal
+	}
+	if grp.Reason != "" {
+		w += ": " + output.Clip(grp.Reason, 300)
+	}
+	return w
+}
+
+// listNames names the first n of names, and how many more there are.
+func listNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(", and %d more", len(names)-n)
+}

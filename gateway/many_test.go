@@ -1,0 +1,47 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/actiongw/actiongw/internal/testenv"
+)
+
+// TestSSHExecMany runs the fan-out against the demo's SSH server, where the
+// race detector can watch it: a target without its secret fails alone,
+// the others are grouped; a running fan-out answers action_status with
+// what ended so far; a cancel reaches every target.
+func TestSSHExecMany(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := f.gw.SSHExecMany(ctx, SSHExecManyInput{Targets: []string{"box", "single", "nokey"}, Command: "echo hi"}, nil)
+	out, ok := r.Structured.(*SSHExecManyOutput)
+	if !ok {
+		t.Fatalf("SSHExecMany: %s", r.Text)
+	}
+	if out.Status != StatusDone || out.Summary.ExitedOK != 2 || out.Summary.Failed != 1 || len(out.Groups) != 2 ||
+		strings.Join(out.Groups[0].Targets, ",") != "box,single" || out.Groups[1].Targets[0] != "nokey" || !r.IsError {
+		t.Errorf("SSHExecMany: %+v\n%s", out, r.Text)
+	}
+	if !strings.Contains(out.Groups[1].Reason, "missing-key") {
+		t.Errorf("the failed target's reason: %q; want the missing secret named", out.Groups[1].Reason)
+	}
+
+	zero := 0.0
+	r = f.gw.SSHExecMany(ctx, SSHExecManyInput{Targets: []string{"box", "single"}, Command: "sleep 30", WaitS: &zero}, nil)
+	running := r.Structured.(*SSHExecManyOutput)
+	if running.Status != StatusRunning {
+		t.Fatalf("wait_s 0: %s", r.Text)
+	}
+	testenv.WaitFor(t, 30*time.Second, "both targets running", func() bool { return f.gw.ActiveActions() == 3 })
+	r = f.gw.ActionStatus(ctx, ActionStatusInput{Handle: running.Handle, WaitS: &zero}, nil)
+	if st := r.Structured.(*SSHExecManyOutput); st.Summary.Running != 2 || len(st.Handles) != 2 {
+		t.Errorf("action_status of the running fan-out: %+v", st)
+	}
+	r = f.gw.CancelAction(ctx, CancelActionInput{Handle: running.Handle})
+	if st := r.Structured.(*SSHExecManyOutput); st.Status != StatusCancelled || st.Summary.Cancelled != 2 {
+		t.Errorf("cancel_action of the fan-out: %+v\n%s", st, r.Text)
+	}
+}
