@@ -168,26 +168,29 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 				done.Add(1)
 				continue
 			}
-			t.a.intent.Parent = fan.intent.Handle
-			act, _, fail := g.start(ctx, s, t.a, false)
-			if fail != nil {
-				mu.Lock()
-				t.result = fail
-				mu.Unlock()
-				<-sem
-				done.Add(1)
-				continue
-			}
-			mu.Lock()
-			t.handle = act.handle
-			mu.Unlock()
+			// Each target starts on its own goroutine: starting opens a
+			// session and writes the intent, which must not queue behind
+			// the other targets'.
 			wg.Go(func() {
+				defer func() {
+					<-sem
+					done.Add(1)
+				}()
+				t.a.intent.Parent = fan.intent.Handle
+				act, _, fail := g.start(ctx, s, t.a, false)
+				if fail != nil {
+					mu.Lock()
+					t.result = fail
+					mu.Unlock()
+					return
+				}
+				mu.Lock()
+				t.handle = act.handle
+				mu.Unlock()
 				<-act.done
 				mu.Lock()
 				t.result = act.finishedResult()
 				mu.Unlock()
-				<-sem
-				done.Add(1)
 			})
 		}
 		wg.Wait()

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -339,5 +340,95 @@ func BenchmarkMCPSFTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "serve-peak-MiB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// startFleetB serves n targets f00..f(n-1), the same sshd under other
+// names (so other pooled connections), warmed: each has its connection.
+func startFleetB(b *testing.B, n int, server string) (*served, []string) {
+	var tables strings.Builder
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("f%02d", i)
+		tables.WriteString(fleetTarget(names[i], ""))
+	}
+	s := startServedWith(b, servedOptions{tables: tables.String(), server: server})
+	// Warm at sshd's default MaxStartups (10 handshakes at once).
+	r := s.call(b, "ssh_exec_many", map[string]any{"targets": []string{"f*"}, "command": "true", "max_parallel": 8})
+	if r.IsError {
+		b.Fatal(resultText(r))
+	}
+	return s, names
+}
+
+// BenchmarkMCPExecMany is `true` on 50 warm targets through MCP: one
+// ssh_exec_many, 50 ssh_exec calls sent at once, and 50 sent one after
+// another, in the same run. It reports each one's p50 and the ratios
+// (targets: many/concurrent <= 1.25, sequential/many >= 5).
+func BenchmarkMCPExecMany(b *testing.B) {
+	const n = 50
+	s, names := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50")
+	var many, concurrent, sequential latencies
+	var manyCPU time.Duration
+	for b.Loop() {
+		start, cpu := time.Now(), childCPU(b, s.client.Pid())
+		r := s.call(b, "ssh_exec_many", map[string]any{"targets": []string{"f*"}, "command": "true"})
+		if out := decode[gateway.SSHExecManyOutput](b, r); out.Summary.ExitedOK != n {
+			b.Fatalf("ssh_exec_many: %s", resultText(r))
+		}
+		many = append(many, time.Since(start))
+		manyCPU += childCPU(b, s.client.Pid()) - cpu
+
+		start = time.Now()
+		var wg sync.WaitGroup
+		for _, name := range names {
+			wg.Go(func() { s.call(b, "ssh_exec", map[string]any{"target": name, "command": "true"}) })
+		}
+		wg.Wait()
+		concurrent = append(concurrent, time.Since(start))
+
+		start = time.Now()
+		for _, name := range names {
+			s.call(b, "ssh_exec", map[string]any{"target": name, "command": "true"})
+		}
+		sequential = append(sequential, time.Since(start))
+	}
+	many.report(b, "many-")
+	concurrent.report(b, "concurrent-")
+	sequential.report(b, "sequential-")
+	slices.Sort(many)
+	slices.Sort(concurrent)
+	slices.Sort(sequential)
+	p50 := func(l latencies) float64 { return l[len(l)/2].Seconds() }
+	b.ReportMetric(p50(many)/p50(concurrent), "many/concurrent")
+	b.ReportMetric(p50(sequential)/p50(many), "sequential/many")
+	b.ReportMetric(float64(manyCPU.Milliseconds())/float64(b.N), "many-serve-cpu-ms")
+}
+
+// BenchmarkMCPExecManyMemory has 50 targets print 20 MB each through one
+// ssh_exec_many, and reports serve's peak RSS (target <= 256 MiB) and the
+// result's size against result_bytes.
+func BenchmarkMCPExecManyMemory(b *testing.B) {
+	const n = 50
+	for b.Loop() {
+		s, _ := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		r, err := s.client.CallTool(ctx, "ssh_exec_many", map[string]any{"targets": []string{"f*"}, "command": "head -c 20000000 /dev/urandom", "timeout_s": 600, "wait_s": 600}, nil)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out := decode[gateway.SSHExecManyOutput](b, r); out.Summary.ExitedOK != n {
+			b.Fatalf("ssh_exec_many: %s", resultText(r))
+		}
+		raw, _ := json.Marshal(r)
+		peak, err := proc.Memory(s.client.Pid(), "VmHWM")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(peak)/(1<<20), "serve-peak-MiB")
+		b.ReportMetric(float64(len(raw)), "result-bytes")
+		s.client.Close()
+	}
 	b.ReportMetric(0, "ns/op")
 }

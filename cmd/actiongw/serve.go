@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/config"
@@ -30,8 +31,8 @@ import (
 // nears the cap; the headroom keeps the default pacing above it.
 const gcHeadroom = 16 << 20
 
-// gcHeadroomSize is the headroom serve holds: none when GOGC or GOMEMLIMIT
-// is set. A person who sets them has taken charge of the collector and gets
+// gcHeadroomSize is the headroom serve holds, and with it sets
+// gcMemoryLimit: none when GOGC or GOMEMLIMIT is set. A person who sets them has taken charge of the collector and gets
 // what they set; a memory limit would count the headroom as used, and a
 // low GOGC collects early enough that the runtime may clear the headroom
 // from reused pages, making it resident.
@@ -42,6 +43,17 @@ func gcHeadroomSize(getenv func(string) string) int {
 	return gcHeadroom
 }
 
+// gcMemoryLimit is the soft memory limit serve gives the runtime with the
+// headroom (which it counts). Many actions at once keep more live: 50
+// targets printing 20 MB each at once keep about 150 MiB (their SSH
+// channels' windows, the captures' hash buffers), and at the default
+// pacing the heap grows to twice that: 308 MiB peak RSS
+// (BenchmarkMCPExecManyMemory), against the 256 MiB we allow such a
+// fan-out. Past the limit the collector runs more often, within the
+// runtime's CPU cap for it; nothing fails. One drain stays far below it,
+// so its pacing is the headroom's.
+const gcMemoryLimit = 224 << 20
+
 func (c *cli) serve(ctx context.Context, args []string) (err error) {
 	// Allocated first, before the heap has freed any pages: the runtime
 	// then takes it from fresh memory, known to be zero, and does not clear
@@ -49,6 +61,9 @@ func (c *cli) serve(ctx context.Context, args []string) (err error) {
 	// could leave freed pages that the runtime would clear, writing them.)
 	headroom := make([]byte, gcHeadroomSize(c.getenv))
 	defer runtime.KeepAlive(headroom)
+	if len(headroom) > 0 {
+		debug.SetMemoryLimit(gcMemoryLimit)
+	}
 	fs := c.flags("serve", "serve [-config PATH | -demo]")
 	configPath := configFlag(fs)
 	demoMode := fs.Bool("demo", false, "serve the built-in sandbox (a loopback SSH server and HTTP API with in-memory credentials) instead of a config")
