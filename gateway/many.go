@@ -22,6 +22,9 @@ import (
 // every target with its handle.
 const maxFanout = 256
 
+// maxPatternBytes bounds a name or glob in a call's targets.
+const maxPatternBytes = 256
+
 // SSHExecManyInput is the input of the ssh_exec_many tool.
 type SSHExecManyInput struct {
 	Targets     []string `json:"targets,omitempty" jsonschema:"SSH targets: names, or globs over them such as web-*; not with group"`
@@ -223,6 +226,8 @@ func fanoutTargets(s *state, in SSHExecManyInput) (list []string, label string, 
 	switch {
 	case (len(in.Targets) == 0) == (in.Group == ""):
 		return nil, "", errors.New("give either targets (names or globs of SSH targets) or group, one of them")
+	case len(in.Targets) > maxFanout || slices.ContainsFunc(in.Targets, func(p string) bool { return len(p) > maxPatternBytes }):
+		return nil, "", fmt.Errorf("targets: at most %d names or globs, each at most %d bytes", maxFanout, maxPatternBytes)
 	case in.Group != "":
 		grp, ok := s.cfg.Group[in.Group]
 		if !ok {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,8 @@ func TestServeExecMany(t *testing.T) {
 			{map[string]any{"command": "true", "group": "fleet", "targets": []string{"m01"}}, "either targets"},
 			{map[string]any{"command": "true", "group": "nope"}, `unknown group "nope"`},
 			{map[string]any{"command": "true", "targets": []string{"m01", "x*"}}, `"x*" names no SSH target`},
+			{map[string]any{"command": "true", "targets": []string{strings.Repeat("*", 300)}}, "at most 256 bytes"},
+			{map[string]any{"command": "true", "targets": slices.Repeat([]string{"m*"}, 300)}, "at most 256 names"},
 		} {
 			r := s.call(t, "ssh_exec_many", tt.args)
 			if text := resultText(r); !r.IsError || !strings.Contains(text, tt.want) {
