@@ -16,8 +16,9 @@ import (
 
 // keepFinished is how many finished actions action_status, cancel_action
 // and list_actions still know; their output stays readable by handle in
-// the spool for longer.
-const keepFinished = 100
+// the spool for longer. It holds the targets of the largest fan-out and
+// 100 more, so that every handle a fan-out gives answers.
+const keepFinished = maxFanout + 100
 
 // maxWait bounds the wait_s of any call: a wait is a held tool call.
 const maxWait = 10 * time.Minute
@@ -175,6 +176,13 @@ func (act *liveAction) end(status Status, r *ToolResult, reg *registry) {
 	close(act.done)
 	act.changed.notify()
 	reg.retire(act)
+}
+
+// inBackground reports whether the action went on after its call returned.
+func (act *liveAction) inBackground() bool {
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	return act.background
 }
 
 // leave puts the running action in the background, under a slot taken by
@@ -416,7 +424,7 @@ func (g *Gateway) ListActions(_ context.Context, in ListActionsInput) *ToolResul
 	running := 0
 	for _, act := range g.actions.list() {
 		act.mu.Lock()
-		info := ActionInfo{Handle: act.handle, Tool: act.intent.Tool, Target: act.intent.Target,
+		info := ActionInfo{Handle: act.handle, Tool: act.intent.Tool, Target: g.redactString(act.intent.Target), // a fan-out's globs are the agent's
 			Command: output.Clip(g.redactString(act.intent.Command), listClip), Method: act.intent.Method,
 			Path: output.Clip(g.redactString(act.intent.Path), listClip), Status: act.status, Started: act.started.UTC(),
 			Background: act.background}

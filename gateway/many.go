@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -14,13 +15,13 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/policy"
 )
 
-// maxFanout bounds the targets of one ssh_exec_many: its result names
-// every target with its handle.
-const maxFanout = 256
+// maxFanout bounds the targets of one ssh_exec_many.
+const maxFanout = config.MaxGroupTargets
 
 // maxPatternBytes bounds a name or glob in a call's targets.
 const maxPatternBytes = 256
@@ -76,13 +77,18 @@ type ManySummary struct {
 // TargetGroup is the result the targets of a group share: their status,
 // exit code and streams are the same (their streams' sha256 equal).
 type TargetGroup struct {
-	Targets  []string      `json:"targets"`
-	Status   Status        `json:"status"`
-	ExitCode *int          `json:"exit_code,omitempty"`
-	Signal   string        `json:"signal,omitempty"`
-	Reason   string        `json:"reason,omitempty"`
-	Stdout   output.Stream `json:"stdout"`
-	Stderr   output.Stream `json:"stderr"`
+	Targets  []string `json:"targets"`
+	Status   Status   `json:"status"`
+	ExitCode *int     `json:"exit_code,omitempty"`
+	Signal   string   `json:"signal,omitempty"`
+	// Reason is the first target's; the others' may name themselves in
+	// its place.
+	Reason string `json:"reason,omitempty"`
+	// DidNotStart is set when the command did not start on these targets
+	// (see reason); they have no streams and no handle.
+	DidNotStart bool          `json:"did_not_start,omitempty"`
+	Stdout      output.Stream `json:"stdout"`
+	Stderr      output.Stream `json:"stderr"`
 }
 
 // OmittedGroups is what a result left out to fit result_bytes.
@@ -99,9 +105,13 @@ const StatusDone Status = "done"
 type fanTarget struct {
 	name   string
 	a      *action
-	handle string      // "" until its action started
-	result *ToolResult // nil until it ended
+	handle string       // "" until its action started
+	group  *TargetGroup // nil until it ended: its result as a group of one
 }
+
+// handleBytes is about what each target costs in a result's handles: its
+// name, quotes and a handle.
+const handleBytes = 48
 
 // SSHExecMany runs one command on many SSH targets, at most max_parallel
 // at once, each as an ssh_exec action of its own (with its own handle,
@@ -113,11 +123,22 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 	if fail != nil {
 		return fail
 	}
+	if s.secretsFailed {
+		s = g.refreshed(ctx, s) // a target's secret may be there now
+	}
 	names, label, err := fanoutTargets(s, in)
 	if err != nil {
 		return g.failure("%v", err)
 	}
 	c := s.core
+	handles := 0
+	for _, name := range names {
+		handles += len(name) + handleBytes
+	}
+	if handles > c.server.ResultBytes/2 {
+		return g.failure("targets: the result of %s would not fit result_bytes (%d) with each one's handle; run on fewer at once (a group or a glob that names fewer)",
+			output.Plural(len(names), "target"), c.server.ResultBytes)
+	}
 	parallel := cmp.Or(in.MaxParallel, c.server.MaxParallel)
 	parallel = min(max(parallel, 1), cap(c.limit.server))
 	targets := make([]*fanTarget, len(names))
@@ -129,45 +150,61 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 		longest = max(longest, t)
 	}
 	// Its own bound: every wave of targets within its longest timeout
-	// and its wait for slots; each target's own timeout stops it sooner.
-	waves := time.Duration((len(names) + parallel - 1) / parallel)
-	bound := waves*(longest+c.server.QueueWait) + time.Minute
+	// and its wait for slots, and a minute to stop; each target's own
+	// timeout stops it sooner. Saturated: max_timeout has no cap.
+	waves := float64((len(names) + parallel - 1) / parallel)
+	bound := time.Duration(min(waves*float64(longest+c.server.QueueWait+time.Minute), float64(math.MaxInt64/2)))
 
-	var mu sync.Mutex // guards the targets' handle and result
+	var mu sync.Mutex // guards the targets' handle and group
 	fan := &action{
 		intent: audit.Record{Tool: "ssh_exec_many", Target: label, Command: in.Command},
 		check: func(*audit.Record) error {
 			// Every target's policy before anything runs. Other refusals
 			// (a missing secret) fail that target alone, when it starts.
-			var denied []string
+			var denied []*policy.DeniedError
 			for _, t := range targets {
 				var de *policy.DeniedError
 				if err := t.a.check(&t.a.intent); errors.As(err, &de) {
-					denied = append(denied, fmt.Sprintf("%s: %s (%s)", t.name, de.Reason, de.Rule))
+					denied = append(denied, de)
 				}
 			}
 			if len(denied) > 0 {
 				return &policy.DeniedError{Target: label, Rule: "the targets' rules",
-					Reason: fmt.Sprintf("nothing ran: %s of %d refuse the command: %s", output.Plural(len(denied), "target"), len(targets), strings.Join(denied, "; "))}
+					Reason: fmt.Sprintf("nothing ran: %s of %d refuse the command: %s", output.Plural(len(denied), "target"), len(targets), denials(denied))}
 			}
 			return nil
 		},
 		timeout: bound, maxTimeout: bound,
 		targets: int64(len(targets)),
 	}
+	end := func(t *fanTarget, r *ToolResult) {
+		grp := groupOf(r)
+		mu.Lock()
+		t.group = &grp
+		mu.Unlock()
+	}
+	background := waitFor(in.WaitS, c.server.Wait) == 0
 	fan.execute = func(ctx context.Context, _ []io.Writer, done *atomic.Int64) *ended {
 		sem := make(chan struct{}, parallel)
+		own := make(chan struct{}, 1)
+		own <- struct{}{}
 		var wg sync.WaitGroup
 		for _, t := range targets {
+			t.a.intent.Parent = fan.intent.Handle
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 			}
-			if ctx.Err() != nil {
-				// Not started: its status says the fan-out was stopped.
-				mu.Lock()
-				t.result = &ToolResult{Text: "the action did not start: " + g.cancelReason(ctx), IsError: true, status: StatusCancelled}
-				mu.Unlock()
+			// In the background, every target started counts against
+			// max_background_actions too, as a background ssh_exec would.
+			releaseBackground, err := g.backgroundTurn(ctx, c, fan.intent.Handle, own, background)
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err != nil {
+				// Not started: audited as such, with the fan-out's cause.
+				releaseBackground()
+				end(t, g.notStarted(ctx, c, &t.a.intent, context.Cause(ctx)))
 				done.Add(1)
 				continue
 			}
@@ -176,24 +213,20 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 			// the other targets'.
 			wg.Go(func() {
 				defer func() {
+					releaseBackground()
 					<-sem
 					done.Add(1)
 				}()
-				t.a.intent.Parent = fan.intent.Handle
 				act, _, fail := g.start(ctx, s, t.a, false)
 				if fail != nil {
-					mu.Lock()
-					t.result = fail
-					mu.Unlock()
+					end(t, fail)
 					return
 				}
 				mu.Lock()
 				t.handle = act.handle
 				mu.Unlock()
 				<-act.done
-				mu.Lock()
-				t.result = act.finishedResult()
-				mu.Unlock()
+				end(t, act.finishedResult())
 			})
 		}
 		wg.Wait()
@@ -207,17 +240,59 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 		return &ended{status: StatusDone}
 	}
 	fan.finish = func(e *ended, handle string, _ []output.Stream) (any, []output.NamedStream, string, bool) {
+		command := g.redactString(in.Command)
 		mu.Lock()
 		out := groupResults(targets)
 		mu.Unlock()
-		out.Handle, out.Command, out.Status, out.DurationMS, out.Reason = handle, in.Command, e.status, e.duration.Milliseconds(), e.reason
+		out.Handle, out.Command, out.Status, out.DurationMS, out.Reason = handle, command, e.status, e.duration.Milliseconds(), e.reason
 		// Room for what the pipeline adds to the text (a note on the
 		// timeout cap, a warning on the audit log).
-		fitGroups(out, g.redactString(in.Command), c.server.ResultBytes-512)
+		fitGroups(out, command, c.server.ResultBytes-512)
 		isError := e.status != StatusDone || out.Summary.ExitedOK != out.Summary.Targets
-		return out, out.streams(), out.describe(g.redactString(in.Command)), isError
+		return out, out.streams(), out.describe(command), isError
 	}
 	return g.run(ctx, s, fan, progress, in.WaitS)
+}
+
+// backgroundTurn waits, when the fan-out with handle runs in the
+// background, for a slot for one of its targets: the fan-out's own
+// background slot (own holds its token), which one target at a time may
+// use so that the fan-out always goes on, or a free one of
+// max_background_actions. release gives it back. In the foreground it
+// takes none. background says the fan-out goes to the background at once
+// (wait 0), before its action may say so.
+func (g *Gateway) backgroundTurn(ctx context.Context, c *core, handle string, own chan struct{}, background bool) (release func(), err error) {
+	if act := g.actions.get(handle); !background && (act == nil || !act.inBackground()) {
+		return func() {}, nil
+	}
+	select {
+	case <-own:
+		return func() { own <- struct{}{} }, nil
+	case c.background <- struct{}{}:
+		return c.background.release, nil
+	case <-ctx.Done():
+		return func() {}, context.Cause(ctx)
+	}
+}
+
+// denials says which targets refused a command and why, the targets with
+// the same reason and rule together.
+func denials(denied []*policy.DeniedError) string {
+	type why struct{ reason, rule string }
+	var order []why
+	by := map[why][]string{}
+	for _, de := range denied {
+		w := why{de.Reason, de.Rule}
+		if _, ok := by[w]; !ok {
+			order = append(order, w)
+		}
+		by[w] = append(by[w], de.Target)
+	}
+	parts := make([]string, 0, len(order))
+	for _, w := range order {
+		parts = append(parts, fmt.Sprintf("%s: %s (%s)", listNames(by[w], 8), output.Clip(w.reason, 300), output.Clip(w.rule, 300)))
+	}
+	return output.Clip(strings.Join(parts, "; "), 4000)
 }
 
 // fanoutTargets resolves the targets of an ssh_exec_many call and names
@@ -259,13 +334,16 @@ func groupResults(targets []*fanTarget) *SSHExecManyOutput {
 		if t.handle != "" {
 			out.Handles[t.name] = t.handle
 		}
-		if t.result == nil {
+		if t.group == nil {
 			out.Summary.Running++
 			continue
 		}
-		grp := groupOf(t.result)
+		grp := *t.group
 		out.Summary.count(&grp)
-		key := fmt.Sprintf("%s\x00%v\x00%s\x00%s\x00%s\x00%s", grp.Status, exitOf(grp.ExitCode), grp.Signal, grp.Reason, grp.Stdout.SHA256, grp.Stderr.SHA256)
+		// A reason that names its target is the same as another's that
+		// names its own.
+		why := strings.ReplaceAll(grp.Reason, t.name, "\x00")
+		key := fmt.Sprintf("%s\x00%v\x00%s\x00%s\x00%s\x00%s", grp.Status, exitOf(grp.ExitCode), grp.Signal, why, grp.Stdout.SHA256, grp.Stderr.SHA256)
 		if i, ok := byKey[key]; ok {
 			out.Groups[i].Targets = append(out.Groups[i].Targets, t.name)
 			continue
@@ -284,7 +362,7 @@ func groupOf(r *ToolResult) TargetGroup {
 		return TargetGroup{Status: o.Status, ExitCode: o.ExitCode, Signal: o.Signal, Reason: o.Reason, Stdout: o.Stdout, Stderr: o.Stderr}
 	}
 	// It did not start, or was refused: the text says why.
-	return TargetGroup{Status: cmp.Or(r.status, StatusFailed), Reason: r.Text}
+	return TargetGroup{Status: cmp.Or(r.status, StatusFailed), Reason: strings.TrimPrefix(r.Text, "the action did not start: "), DidNotStart: true}
 }
 
 func exitOf(code *int) any {
@@ -355,12 +433,10 @@ func (out *SSHExecManyOutput) streams() []output.NamedStream {
 	for i := range out.Groups {
 		grp := &out.Groups[i]
 		handle := out.Handles[grp.Targets[0]]
-		heading := fmt.Sprintf("=== group %d of %d: %s (%s): %s", i+1, len(out.Groups), output.Plural(len(grp.Targets), "target"), listNames(grp.Targets, 8), describeGroup(grp))
-		if handle == "" {
-			// It did not start: no streams to read.
-			ns = append(ns, output.NamedStream{Name: "stdout", Summary: &grp.Stdout, Heading: heading + " ===", NoHint: true})
-			continue
+		if grp.DidNotStart || handle == "" {
+			continue // no streams: describe names these groups
 		}
+		heading := out.heading(i)
 		// One way to read the rest, for every group, instead of a line of
 		// calls for each of its streams.
 		heading += fmt.Sprintf("; the rest of its output: read_output or search_output with %s's handle %q ===", grp.Targets[0], handle)
@@ -400,14 +476,36 @@ func (out *SSHExecManyOutput) describe(command string) string {
 		fmt.Fprintf(&b, " %s of identical results (status, exit code, stdout and stderr), the largest first.", output.Plural(shown, "group"))
 	}
 	if o := out.Omitted; o != nil {
-		fmt.Fprintf(&b, " %s, the smallest (%s), are not shown, to fit the result (result_bytes).", output.Plural(o.Groups, "group"), output.Plural(o.Targets, "target"))
+		verb := "are"
+		if o.Groups == 1 {
+			verb = "is"
+		}
+		fmt.Fprintf(&b, " %s, the smallest (%s), %s not shown, to fit the result (result_bytes).", output.Plural(o.Groups, "group"), output.Plural(o.Targets, "target"), verb)
 	}
 	b.WriteString(" Every target's own result: action_status with the target's handle from handles; its output: read_output with that handle and stream stdout or stderr.")
+	for i := range out.Groups {
+		if grp := &out.Groups[i]; grp.DidNotStart || out.Handles[grp.Targets[0]] == "" {
+			b.WriteString("\n" + out.heading(i) + " ===")
+		}
+	}
 	return b.String()
+}
+
+// heading names group i, its targets and how they ended.
+func (out *SSHExecManyOutput) heading(i int) string {
+	total := len(out.Groups)
+	if out.Omitted != nil {
+		total += out.Omitted.Groups
+	}
+	grp := &out.Groups[i]
+	return fmt.Sprintf("=== group %d of %d: %s (%s): %s", i+1, total, output.Plural(len(grp.Targets), "target"), listNames(grp.Targets, 8), describeGroup(grp))
 }
 
 // describeGroup says how a group's targets ended.
 func describeGroup(grp *TargetGroup) string {
+	if grp.DidNotStart {
+		return "did not start: " + output.Clip(grp.Reason, 300)
+	}
 	w := string(grp.Status)
 	switch {
 	case grp.ExitCode != nil:

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,4 +45,23 @@ func TestSSHExecMany(t *testing.T) {
 	if st := r.Structured.(*SSHExecManyOutput); st.Status != StatusCancelled || st.Summary.Cancelled != 2 {
 		t.Errorf("cancel_action of the fan-out: %+v\n%s", st, r.Text)
 	}
+}
+
+// TestReportProgressIncreases: a count that does not move sends nothing
+// more, as the MCP spec wants each progress higher than the last.
+func TestReportProgressIncreases(t *testing.T) {
+	var n atomic.Int64
+	reports := make(chan int64, 100)
+	stop := reportProgress(func(p ProgressReport) { reports <- p.Done }, &n, 0, time.Now())
+	n.Store(5)
+	if got := <-reports; got != 5 {
+		t.Fatalf("first report %d; want 5", got)
+	}
+	// Several intervals pass with no change, then one.
+	time.Sleep(4 * progressInterval)
+	n.Store(9)
+	if got := <-reports; got != 9 {
+		t.Errorf("report after an unchanged count: %d; want 9 (no repeat of 5)", got)
+	}
+	stop()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,12 +169,14 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 	// while the call waits for its target.
 	qctx, qcancel := context.WithTimeoutCause(actx, c.server.QueueWait, errQueueWait)
 	defer qcancel()
-	releaseTarget, err := c.limit.take(qctx, s.slots[intent.Target], "target", intent.Target)
-	if err != nil {
-		defer undo()
-		return nil, nil, g.notStarted(actx, c, intent, err)
+	if a.targets == 0 { // a fan-out's targets take their own
+		releaseTarget, err := c.limit.take(qctx, s.slots[intent.Target], "target", intent.Target)
+		if err != nil {
+			defer undo()
+			return nil, nil, g.notStarted(actx, c, intent, err)
+		}
+		releases = append(releases, releaseTarget)
 	}
-	releases = append(releases, releaseTarget)
 	dctx, dcancel := context.WithTimeoutCause(actx, timeout, &timeoutError{timeout})
 	releases = append(releases, dcancel)
 	if a.reserve != nil {
@@ -202,7 +205,8 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		return nil, nil, g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
 	}
 
-	act = g.actions.begin(out.Handle(), intent, a, c, cancel)
+	live := g.actions.begin(out.Handle(), intent, a, c, cancel)
+	act = live
 	red := g.red.Load()
 	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
 	for _, name := range a.streams {
@@ -211,18 +215,24 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 	go func() {
 		defer g.wg.Done()
 		g.active.Add(1)
-		e := a.execute(dctx, act.writers(), &act.received)
+		e := a.execute(dctx, live.writers(), &live.received)
 		// Ended under the streams' locks: a snapshot may be reading them.
-		act.endStreams(e.status.cutShort())
+		live.endStreams(e.status.cutShort())
 		out.Finish()
 		if e.duration == 0 {
-			e.duration = time.Since(act.started)
+			e.duration = time.Since(live.started)
 		}
 		if e.status == StatusCancelled {
-			e.reason = g.cancelReason(dctx)
+			// Who cancelled it, and why its stop was not verified if it
+			// was not.
+			unverified := ""
+			if i := strings.Index(e.reason, "not verified stopped: "); i >= 0 {
+				unverified = e.reason[i:]
+			}
+			e.reason = joinReason(g.cancelReason(dctx), unverified)
 		}
 		e.reason = red.RedactString(e.reason)
-		streams := act.summaries()
+		streams := live.summaries()
 		outcome := &audit.Record{
 			Kind: "outcome", Handle: out.Handle(), Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target,
 			Status: string(e.status), ExitCode: e.exitCode, Signal: e.signal, HTTPStatus: e.httpStatus,
@@ -247,7 +257,7 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		// Its slots are free before anyone learns it ended.
 		release()
 		g.active.Add(-1)
-		act.end(e.status, r, &g.actions)
+		live.end(e.status, r, &g.actions)
 	}()
 	return act, stopByCall, nil
 }
@@ -377,6 +387,7 @@ func reportProgress(progress Progress, n *atomic.Int64, total int64, start time.
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		last := int64(-1) // the first report goes, 0 too
 		tick := time.NewTicker(progressInterval)
 		defer tick.Stop()
 		for {
@@ -384,7 +395,12 @@ func reportProgress(progress Progress, n *atomic.Int64, total int64, start time.
 			case <-done:
 				return
 			case <-tick.C:
-				progress(ProgressReport{Done: n.Load(), Total: total, Elapsed: time.Since(start)})
+				// The spec wants every notification's progress higher
+				// than the last.
+				if now := n.Load(); now > last {
+					last = now
+					progress(ProgressReport{Done: now, Total: total, Elapsed: time.Since(start)})
+				}
 			}
 		}
 	})

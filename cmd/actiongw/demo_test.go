@@ -290,4 +290,4 @@ func inspectorInstalled() bool {
 
 // allTools is what tools/list gives, sorted.
 var allTools = []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets",
-	"read_output", "search_output", "ssh_download", "ssh_exec", "ssh_upload"}
+	"read_output", "search_output", "ssh_download", "ssh_exec", "ssh_exec_many", "ssh_upload"}

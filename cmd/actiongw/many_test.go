@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,7 @@ func startFleet(t *testing.T) *served {
 	}
 	b.WriteString(strings.Replace(fleetTarget("unreach", ""), "@PORT@", fmt.Sprint(closedPort(t)), 1))
 	b.WriteString(fleetTarget("denier", `deny_commands = ["touch"]`))
+	b.WriteString(fleetTarget("solo", "max_concurrent = 1"))
 	b.WriteString(`
 [group.fleet]
 description = "every m"
@@ -118,7 +121,7 @@ func TestServeExecMany(t *testing.T) {
 		if !r.IsError || out.Summary.Targets != 10 || out.Summary.ExitedOK != 9 || out.Summary.Failed != 1 || len(out.Groups) != 2 {
 			t.Fatalf("withbad: %+v\n%s", out.Summary, resultText(r))
 		}
-		if bad := out.Groups[1]; bad.Targets[0] != "unreach" || bad.Status != "failed" || !strings.Contains(bad.Reason, "did not start") {
+		if bad := out.Groups[1]; bad.Targets[0] != "unreach" || bad.Status != "failed" || !bad.DidNotStart || bad.Reason == "" {
 			t.Errorf("the unreachable target's group: %+v", bad)
 		}
 	})
@@ -133,6 +136,56 @@ func TestServeExecMany(t *testing.T) {
 			os.Remove(marker)
 			t.Errorf("a target ran the command that another target denies")
 		}
+	})
+
+	t.Run("one target with one slot", func(t *testing.T) {
+		// The fan-out takes no slot of its targets: it would leave none.
+		r, out := s.many(t, map[string]any{"targets": []string{"solo"}, "command": "echo " + s.token})
+		if r.IsError || out.Summary.ExitedOK != 1 || !strings.Contains(out.Command, "[REDACTED:api-token]") {
+			t.Errorf("solo: %+v\n%s", out, resultText(r))
+		}
+	})
+
+	t.Run("cancel while targets wait their turn", func(t *testing.T) {
+		const command = "sleep 119.3"
+		p, err := s.client.StartTool(context.Background(), "ssh_exec_many", map[string]any{"targets": []string{"m1*"}, "command": command, "max_parallel": 2}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, time.Minute, "2 commands running on the host", func() bool {
+			out, _ := exec.Command("pgrep", "-c", "-u", s.sshd.User, "-f", "^"+command+"$").Output()
+			return strings.TrimSpace(string(out)) == "2"
+		})
+		before := len(auditRecords(t, s.state))
+		if err := s.client.Cancel(p.ID(), "test"); err != nil {
+			t.Fatal(err)
+		}
+		// Every one of the 10 targets has its intent and its outcome, with
+		// the fan-out as parent; the 8 that waited did not start.
+		testenv.WaitFor(t, time.Minute, "10 outcomes", func() bool {
+			n := 0
+			for _, rec := range auditRecords(t, s.state)[before:] {
+				if rec.Kind == audit.KindOutcome && rec.Parent != "" {
+					n++
+				}
+			}
+			return n == 10
+		})
+		notStarted := 0
+		for _, rec := range auditRecords(t, s.state)[before:] {
+			if rec.Kind == audit.KindOutcome && rec.Parent != "" {
+				if rec.Status != "cancelled" {
+					t.Errorf("%s: %s; want cancelled", rec.Target, rec.Status)
+				}
+				if strings.Contains(rec.Reason, "did not start") {
+					notStarted++
+				}
+			}
+		}
+		if notStarted != 8 {
+			t.Errorf("%d targets recorded as not started; want 8", notStarted)
+		}
+		s.promptly(t)
 	})
 
 	t.Run("bad calls", func(t *testing.T) {
@@ -167,7 +220,9 @@ func TestServeExecMany(t *testing.T) {
 
 	t.Run("cancel", func(t *testing.T) {
 		progressed := make(chan float64, 100)
-		p, err := s.client.StartTool(context.Background(), "ssh_exec_many", map[string]any{"group": "fleet", "command": "sleep 120", "max_parallel": 22},
+		// A length of sleep no other test uses, to count the commands.
+		const command = "sleep 119.7"
+		p, err := s.client.StartTool(context.Background(), "ssh_exec_many", map[string]any{"group": "fleet", "command": command, "max_parallel": 22},
 			func(n mcp.ProgressNotificationParams) {
 				select {
 				case progressed <- n.Total:
@@ -177,9 +232,17 @@ func TestServeExecMany(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testenv.WaitFor(t, time.Minute, "22 commands running", func() bool { return s.health(t).ActiveActions >= 22 })
-		if total := <-progressed; total != 22 {
-			t.Errorf("progress total %v; want 22 targets", total)
+		testenv.WaitFor(t, time.Minute, "22 commands running on the host", func() bool {
+			out, _ := exec.Command("pgrep", "-c", "-u", s.sshd.User, "-f", "^"+command+"$").Output()
+			return strings.TrimSpace(string(out)) == "22"
+		})
+		select {
+		case total := <-progressed:
+			if total != 22 {
+				t.Errorf("progress total %v; want 22 targets", total)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("no progress in a minute")
 		}
 		before := len(auditRecords(t, s.state))
 		if err := s.client.Cancel(p.ID(), "test"); err != nil {
@@ -197,11 +260,40 @@ func TestServeExecMany(t *testing.T) {
 		})
 		for _, rec := range auditRecords(t, s.state)[before:] {
 			if rec.Kind == audit.KindOutcome && rec.Parent != "" && (rec.Status != "cancelled" || rec.RemoteStopped == nil || !*rec.RemoteStopped) {
-				t.Errorf("%s: %s, remote_stopped %v; want cancelled and verified gone", rec.Target, rec.Status, rec.RemoteStopped)
+				t.Errorf("%s: %s, remote_stopped %v (%s); want cancelled and verified gone", rec.Target, rec.Status, *rec.RemoteStopped, rec.Reason)
 			}
 		}
 	})
 	s.assertNoSecretIn(t, s.token)
+}
+
+// TestServeExecManyBackground: a fan-out in the background runs its
+// targets within max_background_actions (its own slot and the free ones),
+// so that it cannot take every slot of the server from the calls that
+// wait for their actions.
+func TestServeExecManyBackground(t *testing.T) {
+	var b strings.Builder
+	for i := range 6 {
+		b.WriteString(fleetTarget(fmt.Sprintf("b%d", i), ""))
+	}
+	s := startServedWith(t, servedOptions{tables: b.String(), server: "max_background_actions = 2\nmax_concurrent_actions = 16"})
+	const command = "sleep 118.9"
+	_, out := s.many(t, map[string]any{"targets": []string{"b*"}, "command": command, "max_parallel": 6, "wait_s": 0})
+	defer s.call(t, "cancel_action", map[string]any{"handle": out.Handle})
+	running := func() int {
+		got, _ := exec.Command("pgrep", "-c", "-u", s.sshd.User, "-f", "^"+command+"$").Output()
+		n, _ := strconv.Atoi(strings.TrimSpace(string(got)))
+		return n
+	}
+	testenv.WaitFor(t, time.Minute, "2 targets running", func() bool { return running() >= 2 })
+	for range 10 {
+		if n := running(); n > 2 {
+			t.Fatalf("%d targets of a background fan-out run at once; max_background_actions is 2", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A call that waits for its action still runs.
+	s.promptly(t)
 }
 
 // TestServeExecManyFits runs a command whose output differs on each of 100
@@ -228,5 +320,12 @@ func TestServeExecManyFits(t *testing.T) {
 	}
 	if text := resultText(r); !strings.Contains(text, fmt.Sprintf("%d groups, the smallest (%d targets), are not shown", out.Omitted.Groups, out.Omitted.Targets)) {
 		t.Errorf("the text does not say what was left out: %s", text)
+	}
+	// Every handle answers, the groups left out included.
+	for name, h := range out.Handles {
+		r := s.call(t, "action_status", map[string]any{"handle": h})
+		if st := decode[gateway.SSHExecOutput](t, r); st.Target != name || st.Stdout.Head == "" {
+			t.Fatalf("action_status of %s: %s", name, resultText(r))
+		}
 	}
 }

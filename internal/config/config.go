@@ -205,6 +205,10 @@ type SSHTarget struct {
 	ProxyJump      []SSHHop      `toml:"-"`
 }
 
+// MaxGroupTargets bounds the targets of a group, and of one ssh_exec_many:
+// its result names every target with its handle.
+const MaxGroupTargets = 256
+
 // Group is a set of SSH targets for ssh_exec_many.
 type Group struct {
 	Description string `toml:"description"`
@@ -884,9 +888,12 @@ func (c *Config) Validate() error {
 		}
 		if len(g.Targets) == 0 {
 			bad(f+".targets", "must name at least one SSH target")
-		} else if _, err := c.Targets(g.Targets); err != nil {
+		} else if names, err := c.Targets(g.Targets); err != nil {
 			bad(f+".targets", "%v", err)
+		} else if len(names) > MaxGroupTargets {
+			bad(f+".targets", "names %d targets; ssh_exec_many runs on at most %d", len(names), MaxGroupTargets)
 		}
+		errs = append(errs, checkNoInline(f, g.Description)...)
 	}
 
 	for _, name := range sortedKeys(c.HTTP) {
