@@ -209,12 +209,22 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 			return he
 		}
 	}
-	var err1, err2 error
+	var err1, err2, err3 error
 	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
 	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
-	if err := errors.Join(err1, err2); err != nil {
+	clientKey, err3 := secretBytes(c.ClientKeySecret, values, errs)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		he.err = fmt.Errorf("endpoint %q: %w", name, err)
 		return he
+	}
+	if c.ClientCert != "" {
+		// The file was checked at load; the pair is checked now, so that
+		// a wrong key fails this endpoint (and check) before any dial.
+		var err error
+		if e.ClientCert, err = httpact.LoadClientCert(c.ClientCert, clientKey, c.ClientKeySecret); err != nil {
+			he.err = &httpact.EndpointError{Endpoint: name, Field: "client_key_secret", Reason: err.Error()}
+			return he
+		}
 	}
 	he.err = e.Validate()
 	return he

@@ -16,43 +16,53 @@ import (
 // verifying. Its errors name the file and never quote its contents: a
 // private key given by mistake stays out of logs and results.
 func LoadCAFile(path string) (*x509.CertPool, error) {
+	certs, keys, err := readCertificates(path)
+	switch {
+	case err != nil:
+		return nil, err
+	case keys > 0:
+		return nil, fmt.Errorf("%s holds a private key: it must hold only the CA's certificate (-----BEGIN CERTIFICATE-----), which is public; remove the key from the file", path)
+	case len(certs) == 0:
+		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the CA certificate that signed the server's certificate, in PEM form", path)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool() // no system roots on this platform
+	}
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
+}
+
+// readCertificates returns the certificates of the PEM file at path, in
+// order, and how many private keys it holds besides. Its errors name the
+// file and never quote it.
+func readCertificates(path string) (certs []*x509.Certificate, keys int, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is in the message already
 		}
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		return nil, 0, fmt.Errorf("cannot read %s: %w", path, err)
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool() // no system roots on this platform
-	}
-	n, keys := 0, 0
 	for rest := data; ; {
 		var b *pem.Block
 		if b, rest = pem.Decode(rest); b == nil {
-			break
+			return certs, keys, nil
 		}
 		switch {
 		case b.Type == "CERTIFICATE":
 			cert, err := x509.ParseCertificate(b.Bytes)
 			if err != nil {
-				return nil, fmt.Errorf("%s: certificate %d does not parse: %w", path, n+1, err)
+				return nil, 0, fmt.Errorf("%s: certificate %d does not parse: %w", path, len(certs)+1, err)
 			}
-			pool.AddCert(cert)
-			n++
+			certs = append(certs, cert)
 		case strings.Contains(b.Type, "PRIVATE KEY"):
 			keys++
 		}
 	}
-	switch {
-	case keys > 0:
-		return nil, fmt.Errorf("%s holds a private key: it must hold only the CA's certificate (-----BEGIN CERTIFICATE-----), which is public; remove the key from the file", path)
-	case n == 0:
-		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the CA certificate that signed the server's certificate, in PEM form", path)
-	}
-	return pool, nil
 }
 
 // unknownAuthority adds what to do to a TLS error about a certificate no

@@ -22,11 +22,14 @@ import (
 	"time"
 )
 
-// testCA is a private CA that signs one server certificate for 127.0.0.1.
+// testCA is a private CA that signs one server certificate for 127.0.0.1,
+// and client certificates (newClient).
 type testCA struct {
 	certPEM []byte
 	keyPEM  []byte // the CA's private key, for the file that must be refused
 	server  tls.Certificate
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
 }
 
 func newTestCA(t *testing.T, name string) *testCA {
@@ -61,6 +64,8 @@ func newTestCA(t *testing.T, name string) *testCA {
 		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 		server:  tls.Certificate{Certificate: [][]byte{srvDER}, PrivateKey: srvKey},
+		cert:    caCert,
+		key:     caKey,
 	}
 }
 

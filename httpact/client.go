@@ -71,10 +71,14 @@ type pool struct {
 	tr  *http.Transport
 }
 
+// transportKey is what an endpoint's connections were made for: an
+// endpoint reloaded with another CA or client certificate must not reuse
+// a connection made with the old one.
 type transportKey struct {
 	origin       string
 	allowPrivate bool
 	roots        *x509.CertPool
+	clientCert   *tls.Certificate
 }
 
 // NewClient returns a Client that logs to logger (nil: no logs).
@@ -103,9 +107,9 @@ func (c *Client) Close() {
 }
 
 // transport returns the endpoint's pool, replacing it if the endpoint's
-// origin or address policy changed.
+// origin, address policy or TLS settings changed.
 func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
-	key := transportKey{origin: origin(base), allowPrivate: e.AllowPrivate, roots: e.RootCAs}
+	key := transportKey{origin: origin(base), allowPrivate: e.AllowPrivate, roots: e.RootCAs, clientCert: e.ClientCert}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.transports[e.Name]; ok {
@@ -119,7 +123,7 @@ func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
 		Proxy:                 nil, // a proxy would dial an address the guard never saw
 		DialContext:           g.DialContext,
 		ForceAttemptHTTP2:     true,
-		TLSClientConfig:       &tls.Config{RootCAs: e.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       e.tlsConfig(),
 		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConns:          8,
 		MaxIdleConnsPerHost:   8,
@@ -207,7 +211,7 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 		if resp != nil {
 			resp.Body.Close()
 		}
-		res.fail(ctx, out.method, unknownAuthority(e, err))
+		res.fail(ctx, out.method, tlsHint(e, err))
 		return res, nil
 	}
 	defer resp.Body.Close()

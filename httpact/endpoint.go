@@ -1,6 +1,7 @@
 package httpact
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -84,6 +85,10 @@ type Endpoint struct {
 	// It applies to this endpoint's connections only. LoadCAFile builds
 	// one that trusts a private CA besides the system roots.
 	RootCAs *x509.CertPool
+	// ClientCert is presented to the server when it asks for a client
+	// certificate (mutual TLS), on this endpoint's connections only;
+	// LoadClientCert builds it. Nil presents none.
+	ClientCert *tls.Certificate
 }
 
 // RetryPolicy bounds retries. Only idempotent requests (GET, HEAD, OPTIONS,

@@ -28,9 +28,11 @@ func (c *Client) Probe(ctx context.Context, e *Endpoint) error {
 	if base.Scheme != "https" {
 		return nil
 	}
-	tc := tls.Client(conn, &tls.Config{ServerName: base.Hostname(), RootCAs: e.RootCAs, MinVersion: tls.VersionTLS12})
+	cfg := e.tlsConfig()
+	cfg.ServerName = base.Hostname()
+	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("TLS handshake with %s: %w", o, unknownAuthority(e, err))
+		return fmt.Errorf("TLS handshake with %s: %w", o, tlsHint(e, err))
 	}
 	return tc.Close()
 }

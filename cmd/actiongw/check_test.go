@@ -4,10 +4,16 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/internal/testenv"
@@ -69,6 +76,21 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	tlsAPI := fmt.Sprintf("[http.private]\nbase_url = %q\nallow_private = true\n", tlsSrv.URL)
+	// A client certificate, its key and another key, both in the keyring.
+	clientCert, clientKey, otherKey := testClientCert(t)
+	certFile := filepath.Join(t.TempDir(), "client.pem")
+	if err := os.WriteFile(certFile, clientCert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string][]byte{"client-key": clientKey, "other-key": otherKey} {
+		if err := kr.Set(ctx, name, key); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { kr.Delete(ctx, name) })
+	}
+	mtlsAPI := func(secret string) string {
+		return tlsAPI + fmt.Sprintf("ca_file = %q\nclient_cert = %q\nclient_key_secret = %q\n", caFile, certFile, secret)
+	}
 	tests := []struct {
 		name     string
 		config   string
@@ -92,6 +114,10 @@ func TestCheck(t *testing.T) {
 			[]string{"http private", "ok", "no request sent"}},
 		{"ca_file that is a key", tlsAPI + fmt.Sprintf("ca_file = %q\n", keyFile), 1,
 			[]string{"config.toml:6: http.private.ca_file:", "holds a private key", "actiongw check"}},
+		{"client certificate and its key", mtlsAPI("client-key"), 0,
+			[]string{"secret client-key", "http private", "ok", "no request sent"}},
+		{"client certificate and another key", mtlsAPI("other-key"), 1,
+			[]string{"http private", "FAIL", `endpoint "private": client_key_secret:`, certFile, `keyring item "other-key"`, "are not a pair"}},
 		{"duration without a unit", target("box", sshd.KnownHosts, "box-key") + "timeout = \"60\"\n", 1,
 			[]string{"config.toml:9: ssh.box.timeout:", `invalid duration "60": a duration needs a unit, e.g. "60s"`,
 				"config.example.toml", "actiongw check"}},
@@ -114,9 +140,38 @@ func TestCheck(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
-			if strings.Contains(string(out), strings.Split(string(sshd.ClientKey), "\n")[1]) {
-				t.Errorf("check printed the private key")
+			for _, key := range [][]byte{sshd.ClientKey, clientKey, otherKey} {
+				if strings.Contains(string(out), strings.Split(string(key), "\n")[1]) {
+					t.Errorf("check printed a private key")
+				}
 			}
 		})
 	}
+}
+
+// testClientCert returns a self-signed client certificate, its key and
+// another key, PEM.
+func testClientCert(t *testing.T) (certPEM, keyPEM, otherPEM []byte) {
+	t.Helper()
+	var keys [2]*ecdsa.PrivateKey
+	var pems [2][]byte
+	for i := range keys {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i], pems[i] = k, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &keys[0].PublicKey, keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pems[0], pems[1]
 }

@@ -276,6 +276,13 @@ type HTTPEndpoint struct {
 	// certificate may chain to, trusted besides the system roots and for
 	// this endpoint only; "~/" is expanded. Empty trusts the system roots.
 	CAFile string `toml:"ca_file"`
+	// ClientCert is a PEM file of the client certificate (the leaf, then
+	// any intermediates) presented to a server that asks for one (mutual
+	// TLS); "~/" is expanded. It is public, so a file is fine; its private
+	// key is in the keyring item ClientKeySecret. Both or neither; empty
+	// presents none.
+	ClientCert      string `toml:"client_cert"`
+	ClientKeySecret string `toml:"client_key_secret"`
 	// FollowRedirects is "none" or "same-origin".
 	FollowRedirects string `toml:"follow_redirects" default:"none"`
 
@@ -351,6 +358,7 @@ func (c *Config) setTargetDefaults() {
 		}
 		setDefaults(e)
 		e.CAFile = expandHome(e.CAFile)
+		e.ClientCert = expandHome(e.ClientCert)
 		for i, m := range e.Methods {
 			e.Methods[i] = strings.ToUpper(m)
 		}
@@ -958,6 +966,17 @@ func (c *Config) Validate() error {
 				bad(f+".ca_file", "%v", err)
 			}
 		}
+		switch {
+		case (e.ClientCert == "") != (e.ClientKeySecret == ""):
+			bad(f, "client_cert and client_key_secret go together: set both (the certificate file and the keyring item of its key) or neither")
+		case e.ClientCert == "":
+		case u != nil && u.Scheme == "http":
+			bad(f+".client_cert", "needs an https:// base_url: a client certificate is presented only over TLS")
+		default:
+			if err := httpact.CheckClientCertFile(e.ClientCert); err != nil {
+				bad(f+".client_cert", "%v", err)
+			}
+		}
 		if e.Timeout <= 0 {
 			bad(f+".timeout", "must be positive")
 		}
@@ -971,7 +990,7 @@ func (c *Config) Validate() error {
 			bad(f, "max_request_bytes and drain_cap must not be negative, max_attempts must be 1-10")
 		}
 		errs = append(errs, checkSecretNames(f, map[string]string{
-			"token_secret": e.TokenSecret, "password_secret": e.PasswordSecret,
+			"token_secret": e.TokenSecret, "password_secret": e.PasswordSecret, "client_key_secret": e.ClientKeySecret,
 		})...)
 		errs = append(errs, checkNoInline(f, e.Description, e.BaseURL, e.User, e.Header, e.Param)...)
 	}
@@ -1043,7 +1062,7 @@ func (c *Config) SecretNames() []string {
 		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret)
 	}
 	for _, e := range c.HTTP {
-		names = append(names, e.TokenSecret, e.PasswordSecret)
+		names = append(names, e.TokenSecret, e.PasswordSecret, e.ClientKeySecret)
 	}
 	names = slices.DeleteFunc(names, func(s string) bool { return s == "" })
 	slices.Sort(names)

@@ -330,6 +330,51 @@ func TestCAFile(t *testing.T) {
 	}
 }
 
+func TestClientCert(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	certPEM, keyPEM := testCert(t)
+	for name, data := range map[string][]byte{"client.pem": certPEM, "key.pem": keyPEM} {
+		if err := os.WriteFile(filepath.Join(home, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, base, keys string
+		want             string // "" for success
+	}{
+		{"both", "https://x", "client_cert = \"~/client.pem\"\nclient_key_secret = \"client-key\"\n", ""},
+		{"certificate alone", "https://x", "client_cert = \"~/client.pem\"\n", "http.api: client_cert and client_key_secret go together"},
+		{"key alone", "https://x", "client_key_secret = \"client-key\"\n", "http.api: client_cert and client_key_secret go together"},
+		{"a private key for the certificate", "https://x", "client_cert = \"~/key.pem\"\nclient_key_secret = \"client-key\"\n",
+			"line 3: http.api.client_cert: " + filepath.Join(home, "key.pem") + " holds a private key"},
+		{"missing file", "https://x", "client_cert = \"~/nope.pem\"\nclient_key_secret = \"client-key\"\n", "http.api.client_cert: cannot read"},
+		{"plain http", "http://x", "client_cert = \"~/client.pem\"\nclient_key_secret = \"client-key\"\n", "http.api.client_cert: needs an https:// base_url"},
+		{"key inline", "https://x", "client_cert = \"~/client.pem\"\nclient_key_secret = \"-----BEGIN PRIVATE KEY-----\"\n",
+			"http.api.client_key_secret: holds what looks like a credential"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("[http.api]\nbase_url = \"" + tt.base + "\"\n" + tt.keys))
+			if tt.want == "" {
+				if err != nil || cfg.HTTP["api"].ClientCert != filepath.Join(home, "client.pem") {
+					t.Fatalf("Parse = %v; want client_cert %s", err, filepath.Join(home, "client.pem"))
+				}
+				if got, want := strings.Join(cfg.SecretNames(), ","), "client-key"; got != want {
+					t.Errorf("SecretNames() = %s; want %s", got, want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse = %v; want an error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), string(keyPEM[40:70])) {
+				t.Fatalf("Parse error %q quotes the key", err)
+			}
+		})
+	}
+}
+
 // testCert returns a self-signed CA certificate and its private key, PEM.
 func testCert(t *testing.T) (certPEM, keyPEM []byte) {
 	t.Helper()
