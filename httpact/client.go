@@ -87,7 +87,7 @@ func NewClient(logger *slog.Logger) *Client {
 	}
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &Client{
-		logger:     logger,
+		logger:      logger,
 		transports:  make(map[string]*pool),
 		tokenCaches: make(map[string]*tokenCache),
 		lookup:      resolve,
