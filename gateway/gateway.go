@@ -59,7 +59,7 @@ type Gateway struct {
 	// tokens; see learn).
 	redMu    sync.Mutex
 	redKnown []redact.Secret
-	learned  []redact.Secret
+	learned  []learned
 
 	actions registry // running and recently finished actions, by handle
 

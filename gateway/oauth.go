@@ -4,21 +4,27 @@ import (
 	"context"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/actiongw/actiongw/internal/redact"
 )
 
-// maxLearned bounds the values learned under one name that the redactor
-// keeps: an endpoint's access tokens, of which a long-running server
-// fetches one per lifetime. The oldest go first, long expired by then.
-const maxLearned = 8
+// learnedGrace is how long past its expiry a learned token stays
+// redacted: the server's clock, not ours, decides when it stops working.
+const learnedGrace = time.Minute
+
+// learned is a secret learned at run time, and when it stops mattering.
+type learned struct {
+	redact.Secret
+	expiry time.Time // zero: never; kept for the life of the process
+}
 
 // publishRedactor makes the redactor know known (the keyring's secrets)
 // and everything learned at run time.
 func (g *Gateway) publishRedactor(known []redact.Secret) error {
 	g.redMu.Lock()
 	defer g.redMu.Unlock()
-	red, err := redact.New(append(slices.Clone(known), g.learned...))
+	red, err := redact.New(append(slices.Clone(known), secretsOf(g.learned)...))
 	if err != nil {
 		return err
 	}
@@ -29,32 +35,34 @@ func (g *Gateway) publishRedactor(known []redact.Secret) error {
 
 // learn makes the redactor know a secret learned at run time, an OAuth2
 // token, before it is used: every result, log line and audit record
-// redacted from now on has it replaced with "[REDACTED:name]".
-func (g *Gateway) learn(name string, value []byte) error {
+// redacted from now on has it replaced with "[REDACTED:name]", until
+// learnedGrace past expiry (zero: for good). Tokens are never dropped
+// before they expire, however many an agent makes the gateway fetch (a
+// 401 fetches one): a live token that came back unredacted would be a
+// credential handed to the agent.
+func (g *Gateway) learn(name string, value []byte, expiry time.Time) error {
 	g.redMu.Lock()
 	defer g.redMu.Unlock()
-	sec := redact.Secret{Name: name, Value: slices.Clone(value)}
-	learned := append(slices.Clone(g.learned), sec)
-	if n := countName(learned, name); n > maxLearned {
-		i := slices.IndexFunc(learned, func(s redact.Secret) bool { return s.Name == name })
-		learned = slices.Delete(learned, i, i+1)
-	}
-	red, err := redact.New(append(slices.Clone(g.redKnown), learned...))
+	now := time.Now()
+	kept := slices.DeleteFunc(slices.Clone(g.learned), func(l learned) bool {
+		return !l.expiry.IsZero() && now.After(l.expiry.Add(learnedGrace))
+	})
+	kept = append(kept, learned{redact.Secret{Name: name, Value: slices.Clone(value)}, expiry})
+	red, err := redact.New(append(slices.Clone(g.redKnown), secretsOf(kept)...))
 	if err != nil {
 		return err
 	}
-	g.learned = learned
+	g.learned = kept
 	g.red.Store(red)
 	return nil
 }
 
-func countName(s []redact.Secret, name string) (n int) {
-	for _, v := range s {
-		if v.Name == name {
-			n++
-		}
+func secretsOf(l []learned) []redact.Secret {
+	out := make([]redact.Secret, len(l))
+	for i, v := range l {
+		out[i] = v.Secret
 	}
-	return n
+	return out
 }
 
 // learnHooks tells the OAuth2 endpoints of tg where their tokens go: the
@@ -66,10 +74,10 @@ func (g *Gateway) learnHooks(tg *targets) {
 		if o == nil {
 			continue
 		}
-		o.OnToken = func(token []byte) error { return g.learn(name+".access_token", token) }
+		o.OnToken = func(token []byte, expiry time.Time) error { return g.learn(name+".access_token", token, expiry) }
 		secret := he.refreshSecret
 		o.OnRefreshToken = func(ctx context.Context, token []byte) error {
-			if err := g.learn(secret, token); err != nil {
+			if err := g.learn(secret, token, time.Time{}); err != nil {
 				return err
 			}
 			return g.store.Set(ctx, secret, token)

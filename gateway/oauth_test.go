@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/secrets"
 )
@@ -345,4 +346,40 @@ refresh_token_secret = "api-refresh-token"`, s.api.URL, s.token.URL, oauthClient
 		t.Errorf("after reload: HTTP %d (%s)", out.HTTPStatus, r.Text)
 	}
 	checkNoOAuthSecret(t, s, g, results...)
+}
+
+// TestLearnedTokensKeptUntilExpiry: however many tokens an agent makes the
+// gateway fetch, none is forgotten while it may still work; expired ones
+// are.
+func TestLearnedTokensKeptUntilExpiry(t *testing.T) {
+	g := &Gateway{}
+	if err := g.publishRedactor([]redact.Secret{{Name: "k", Value: []byte("keyring-secret")}}); err != nil {
+		t.Fatal(err)
+	}
+	expired := "at-expired-" + rand.Text()
+	if err := g.learn("api.access_token", []byte(expired), time.Now().Add(-2*learnedGrace)); err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for range 50 {
+		live = append(live, "at-live-"+rand.Text())
+		if err := g.learn("api.access_token", []byte(live[len(live)-1]), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tok := range append(live, "keyring-secret") {
+		if got := g.redactString("x " + tok + " y"); strings.Contains(got, tok) {
+			t.Errorf("redactString kept %q: %q", tok, got)
+		}
+	}
+	if got := g.redactString(expired); got != expired {
+		t.Errorf("an expired token is still redacted (%q); want it dropped", got)
+	}
+	// A reload's redactor keeps what was learned.
+	if err := g.publishRedactor(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.redactString(live[0]); got != "[REDACTED:api.access_token]" {
+		t.Errorf("after a reload: %q; want the learned token redacted", got)
+	}
 }

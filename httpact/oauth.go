@@ -37,10 +37,11 @@ type OAuth2 struct {
 	// value stays configured, and is given to OnRefreshToken.
 	RefreshToken []byte
 	// OnToken is given every access token fetched, before it is sent
-	// anywhere: the caller registers it with its redactor. An error stops
+	// anywhere, and when the token endpoint says it expires (zero if it
+	// does not): the caller registers it with its redactor. An error stops
 	// the request, and the token is not used. Do refuses an endpoint
 	// without it.
-	OnToken func(token []byte) error
+	OnToken func(token []byte, expiry time.Time) error
 	// OnRefreshToken is given a rotated refresh token before it is used:
 	// the caller stores it where RefreshToken came from, and registers it
 	// with its redactor. An error is logged and the new token used anyway,
@@ -172,13 +173,13 @@ func (c *Client) token(ctx context.Context, e *Endpoint, tr http.RoundTripper, s
 	if len(access) == 0 || hasControl(access) {
 		return nil, &TokenError{Endpoint: e.Name, URL: o.TokenURL, Err: errors.New("the answer holds no usable access token")}
 	}
-	if err := o.OnToken(access); err != nil {
+	if err := o.OnToken(access, tok.Expiry); err != nil {
 		return nil, &TokenError{Endpoint: e.Name, URL: o.TokenURL, Err: err}
 	}
 	if tc.rt != nil && tok.RefreshToken != "" && tok.RefreshToken != string(tc.refresh) {
 		tc.refresh = []byte(tok.RefreshToken)
 		if err := o.OnRefreshToken(ctx, tc.refresh); err != nil {
-			c.logger.Warn("the rotated refresh token could not be saved; it is used until the server restarts",
+			c.logger.Warn("the rotated refresh token could not be saved; it is used until the configuration is reloaded",
 				"endpoint", e.Name, "error", err)
 		}
 	}

@@ -73,7 +73,7 @@ func TestOAuth2Expiry(t *testing.T) {
 	var learned []string
 	e := testEndpoint(api, Auth{Kind: AuthOAuth2ClientCredentials, OAuth2: &OAuth2{
 		TokenURL: tokens.URL, ClientID: "id", ClientSecret: []byte("client-secret"),
-		OnToken: func(tok []byte) error { learned = append(learned, string(tok)); return nil },
+		OnToken: func(tok []byte, _ time.Time) error { learned = append(learned, string(tok)); return nil },
 	}})
 	tests := []struct {
 		name        string
@@ -109,7 +109,7 @@ func TestOAuth2Refused(t *testing.T) {
 	c, _ := newTestClient(t)
 	o := func(mod func(*OAuth2)) Auth {
 		a := &OAuth2{TokenURL: "http://127.0.0.1:1/token", ClientID: "id", ClientSecret: []byte("client-secret"),
-			OnToken: func([]byte) error { return nil }}
+			OnToken: func([]byte, time.Time) error { return nil }}
 		mod(a)
 		return Auth{Kind: AuthOAuth2ClientCredentials, OAuth2: a}
 	}
@@ -126,7 +126,7 @@ func TestOAuth2Refused(t *testing.T) {
 		{"plain http off loopback", o(func(a *OAuth2) { a.TokenURL = "http://auth.example/token" }), "token_url"},
 		{"settings on bearer", Auth{Kind: AuthBearer, Token: []byte(testToken), OAuth2: &OAuth2{}}, "auth"},
 		{"refresh kind without its hook", Auth{Kind: AuthOAuth2RefreshToken, OAuth2: &OAuth2{TokenURL: "https://a.example/t", ClientID: "id",
-			RefreshToken: []byte("refresh-token"), OnToken: func([]byte) error { return nil }}}, "auth"},
+			RefreshToken: []byte("refresh-token"), OnToken: func([]byte, time.Time) error { return nil }}}, "auth"},
 	}
 	for _, tt := range tests {
 		_, err := c.Do(context.Background(), testEndpoint(api, tt.auth), Request{Method: "GET", Path: "/x"}, nil)
