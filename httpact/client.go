@@ -151,7 +151,10 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // credential is unusable, and e.Allow's error when the endpoint's policy
 // refuses the method or path. A response body still in a content coding
 // the transport did not decode is not read (StatusFailed) unless
-// e.AllowSpecialHeaders lists Accept-Encoding. Every other
+// e.AllowSpecialHeaders lists Accept-Encoding. With an OAuth2 kind, Do
+// sends the cached access token or fetches one, and on a 401 fetches one
+// new token and retries once; a token that cannot be fetched is
+// StatusFailed with a *TokenError in Result.Err. Every other
 // outcome, including connection failures, timeouts and cancellation, is a
 // Result with a nil error.
 func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {
