@@ -54,6 +54,12 @@ type Gateway struct {
 	cur  atomic.Pointer[state]
 	red  atomic.Pointer[redact.Redactor] // knows every secret loaded since start
 	note atomic.Pointer[string]          // for the next tool result; see TakeNote
+	// redMu serializes building red from redKnown, the keyring's secrets
+	// (state.known), and learned, what was learned at run time (OAuth2
+	// tokens; see learn).
+	redMu    sync.Mutex
+	redKnown []redact.Secret
+	learned  []learned
 
 	actions registry // running and recently finished actions, by handle
 
@@ -86,13 +92,12 @@ func New(ctx context.Context, opts Options) *Gateway {
 		st.known = []redact.Secret{{Name: audit.KeyName, Value: g.auditKey}}
 	}
 	st.broken = errors.New("no configuration loaded yet")
-	red, err := redact.New(st.known)
+	err := g.publishRedactor(st.known)
 	if err != nil {
 		// Only a key put in the keyring by hand can be this short.
-		red, _ = redact.New(nil)
+		_ = g.publishRedactor(nil)
 		st.broken = fmt.Errorf("the audit log's key in the keyring (%s) is too short to be kept out of results: %w", audit.KeyName, err)
 	}
-	g.red.Store(red)
 	g.cur.Store(st)
 	if err != nil {
 		return g

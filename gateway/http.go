@@ -111,12 +111,22 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},
 		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
-			res, err := g.http.Do(ctx, he.endpoint, req, w[0])
+			body, late := w[0], (*lateRedactor)(nil)
+			if he.endpoint.Auth.OAuth2 != nil {
+				late = &lateRedactor{g: g, w: w[0]}
+				body = late
+			}
+			res, err := g.http.Do(ctx, he.endpoint, req, body)
+			if late != nil {
+				late.end(err != nil || httpStatus[res.Status].cutShort())
+			}
 			if err != nil {
 				// Nothing was sent: a refused path, header or body.
 				return &ended{status: StatusFailed, reason: err.Error()}
 			}
-			e := &ended{status: httpStatus[res.Status], reason: res.Reason, duration: res.Duration, httpStatus: res.HTTPStatus,
+			// The reason may quote the token endpoint: redacted with the
+			// tokens learned during the request.
+			e := &ended{status: httpStatus[res.Status], reason: g.redactString(res.Reason), duration: res.Duration, httpStatus: res.HTTPStatus,
 				attempts: res.Attempts, headers: map[string]string{}}
 			// Names too: a server may echo anything into a header name.
 			for k, v := range res.Headers {

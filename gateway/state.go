@@ -134,12 +134,11 @@ func (g *Gateway) loadLocked(ctx context.Context, cfg *config.Config, loadErr er
 			known = append(known, v)
 		}
 	}
-	red, err := redact.New(known)
-	if err != nil {
+	// Published before the core opens: the audit log redacts with it.
+	if err := g.publishRedactor(known); err != nil {
 		return fail(err)
 	}
-	// Published before the core opens: the audit log redacts with it.
-	g.red.Store(red)
+	g.learnHooks(tg)
 	s := &state{cfg: cfg, ssh: tg.ssh, http: tg.http, known: known, secretsFailed: failed, loaded: time.Now()}
 	if inEffect {
 		s.core = old.core

@@ -57,6 +57,9 @@ type httpEndpoint struct {
 	endpoint *httpact.Endpoint
 	err      error
 	requests *policy.Requests
+	// refreshSecret names the keyring item of an oauth2_refresh_token
+	// endpoint's refresh token, where a rotated one is written back.
+	refreshSecret string
 
 	timeout, maxTimeout time.Duration
 }
@@ -209,11 +212,17 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 			return he
 		}
 	}
-	var err1, err2, err3 error
+	var err1, err2, err3, err4, err5 error
 	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
 	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
 	clientKey, err3 := secretBytes(c.ClientKeySecret, values, errs)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if c.Auth == httpact.AuthOAuth2ClientCredentials || c.Auth == httpact.AuthOAuth2RefreshToken {
+		o := &httpact.OAuth2{TokenURL: c.TokenURL, ClientID: c.ClientID, Scopes: c.Scopes}
+		o.ClientSecret, err4 = secretBytes(c.ClientSecretSecret, values, errs)
+		o.RefreshToken, err5 = secretBytes(c.RefreshTokenSecret, values, errs)
+		e.Auth.OAuth2, he.refreshSecret = o, c.RefreshTokenSecret
+	}
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		he.err = fmt.Errorf("endpoint %q: %w", name, err)
 		return he
 	}

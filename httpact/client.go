@@ -56,13 +56,16 @@ type Result struct {
 type Client struct {
 	logger *slog.Logger
 
-	mu         sync.Mutex
-	transports map[string]*pool
+	mu          sync.Mutex
+	transports  map[string]*pool
+	tokenCaches map[string]*tokenCache // by endpoint name
 
 	// Tests replace these to map names to addresses and to check that
 	// only loopback is ever dialled.
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	// now tells whether a cached access token is fresh; tests move it.
+	now func() time.Time
 }
 
 // pool is an endpoint's transport and the settings it was built for.
@@ -88,14 +91,16 @@ func NewClient(logger *slog.Logger) *Client {
 	}
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &Client{
-		logger:     logger,
-		transports: make(map[string]*pool),
-		lookup:     resolve,
-		dial:       d.DialContext,
+		logger:      logger,
+		transports:  make(map[string]*pool),
+		tokenCaches: make(map[string]*tokenCache),
+		lookup:      resolve,
+		dial:        d.DialContext,
+		now:         time.Now,
 	}
 }
 
-// Close closes idle connections. Requests in flight are ended by their
+// Close closes idle connections and forgets cached access tokens. Requests in flight are ended by their
 // contexts, not by Close.
 func (c *Client) Close() {
 	c.mu.Lock()
@@ -104,6 +109,7 @@ func (c *Client) Close() {
 		p.tr.CloseIdleConnections()
 		delete(c.transports, name)
 	}
+	clear(c.tokenCaches)
 }
 
 // transport returns the endpoint's pool, replacing it if the endpoint's
@@ -149,7 +155,10 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // credential is unusable, and e.Allow's error when the endpoint's policy
 // refuses the method or path. A response body still in a content coding
 // the transport did not decode is not read (StatusFailed) unless
-// e.AllowSpecialHeaders lists Accept-Encoding. Every other
+// e.AllowSpecialHeaders lists Accept-Encoding. With an OAuth2 kind, Do
+// sends the cached access token or fetches one, and on a 401 fetches one
+// new token and retries once; a token that cannot be fetched is
+// StatusFailed with a *TokenError in Result.Err. Every other
 // outcome, including connection failures, timeouts and cancellation, is a
 // Result with a nil error.
 func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {
@@ -192,10 +201,11 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 		}
 	}
 
+	tr := c.transport(e, out.base)
 	rt := newRetrier(e.Retry, out.method, out.header)
 	rc := &retryablehttp.Client{
 		HTTPClient: &http.Client{
-			Transport:     c.transport(e, out.base),
+			Transport:     tr,
 			CheckRedirect: e.redirectPolicy(out.base),
 		},
 		Logger:         nil, // its lines carry URLs with query strings
@@ -205,8 +215,33 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, i int) { rt.attempts = i + 1 },
 	}
+	// withToken sets an OAuth2 access token: the cached one, or a new one
+	// when there is none or stale is it.
+	var tok []byte
+	withToken := func(stale []byte) (err error) {
+		if tok, err = c.token(ctx, e, tr, stale); err == nil {
+			rreq.Header.Set("Authorization", "Bearer "+string(tok))
+		}
+		return err
+	}
+	if e.Auth.OAuth2 != nil {
+		if err := withToken(nil); err != nil {
+			res.fail(ctx, out.method, err)
+			return res, nil
+		}
+	}
 	resp, err := rc.Do(rreq)
 	res.Attempts = rt.attempts
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && tok != nil {
+		// Revoked, or expired before its time: one new token, one retry.
+		drain(resp.Body)
+		if err := withToken(tok); err != nil {
+			res.fail(ctx, out.method, err)
+			return res, nil
+		}
+		resp, err = rc.Do(rreq)
+		res.Attempts += rt.attempts
+	}
 	if err != nil {
 		if resp != nil {
 			resp.Body.Close()

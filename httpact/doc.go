@@ -29,5 +29,11 @@
 // an io.Writer up to a byte budget; past it the request is abandoned and the
 // result says so.
 //
+// The OAuth2 auth kinds fetch an access token (golang.org/x/oauth2) through
+// the endpoint's own guarded transport, cache it per endpoint until shortly
+// before its expiry, hand every token to the caller's OAuth2.OnToken before
+// it is sent (so that its redactor knows it), and on a 401 fetch one new
+// token and retry once.
+//
 // Errors and logs never contain a header value, a query string or userinfo.
 package httpact

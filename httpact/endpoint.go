@@ -121,20 +121,27 @@ const (
 	AuthBasic  = "basic"
 	AuthHeader = "header"
 	AuthQuery  = "query"
+	// The OAuth2 kinds send "Authorization: Bearer" with an access token
+	// from Auth.OAuth2's token endpoint.
+	AuthOAuth2ClientCredentials = "oauth2_client_credentials"
+	AuthOAuth2RefreshToken      = "oauth2_refresh_token"
 )
 
 // Auth is the credential injected into each request. Secret values come
 // from the keyring; String and GoString never print them.
 type Auth struct {
 	// Kind is "" or AuthNone, AuthBearer (Token), AuthBasic (User and
-	// Password), AuthHeader (Token in the header named Header) or AuthQuery
-	// (Token in the query parameter named Param).
+	// Password), AuthHeader (Token in the header named Header), AuthQuery
+	// (Token in the query parameter named Param), or one of the OAuth2
+	// kinds (OAuth2).
 	Kind     string
 	Token    []byte
 	User     []byte
 	Password []byte
 	Header   string
 	Param    string
+	// OAuth2 is set for the OAuth2 kinds only.
+	OAuth2 *OAuth2
 }
 
 func (a Auth) String() string   { return "httpact.Auth{Kind:" + strconv.Quote(a.Kind) + "}" }
@@ -212,8 +219,27 @@ func (e *Endpoint) validate() (*url.URL, error) {
 		if e.Auth.Param == "" || strings.ContainsFunc(e.Auth.Param, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
 			return bad("auth", "kind query needs a parameter name")
 		}
+	case AuthOAuth2ClientCredentials, AuthOAuth2RefreshToken:
+		o := e.Auth.OAuth2
+		if o == nil {
+			return bad("auth", "kind %s needs its OAuth2 settings", e.Auth.Kind)
+		}
+		if err := CheckTokenURL(o.TokenURL, e.AllowPrivate); err != nil {
+			return bad("token_url", "%s", err)
+		}
+		if o.ClientID == "" || hasControl(o.ClientID) {
+			return bad("client_id", "must be set, without control characters")
+		}
+		for _, s := range o.Scopes {
+			if !validScope(s) {
+				return bad("scopes", "%q is not a scope (printable, no space, quote or backslash)", s)
+			}
+		}
 	default:
-		return bad("auth", "unknown kind %q (none, bearer, basic, header, query)", e.Auth.Kind)
+		return bad("auth", "unknown kind %q (none, bearer, basic, header, query, %s, %s)", e.Auth.Kind, AuthOAuth2ClientCredentials, AuthOAuth2RefreshToken)
+	}
+	if e.Auth.OAuth2 != nil && e.Auth.Kind != AuthOAuth2ClientCredentials && e.Auth.Kind != AuthOAuth2RefreshToken {
+		return bad("auth", "kind %q takes no OAuth2 settings", e.Auth.Kind)
 	}
 	return base, nil
 }
@@ -240,6 +266,19 @@ func (e *Endpoint) checkSecrets() error {
 		}
 		if strings.IndexByte(string(e.Auth.User), ':') >= 0 {
 			return bad("the basic-auth user contains ':'")
+		}
+	case AuthOAuth2ClientCredentials, AuthOAuth2RefreshToken:
+		o := e.Auth.OAuth2
+		switch {
+		case o.OnToken == nil, e.Auth.Kind == AuthOAuth2RefreshToken && o.OnRefreshToken == nil:
+			// A token nobody was told of could come back unredacted.
+			return bad("no redactor is told of the access tokens")
+		case e.Auth.Kind == AuthOAuth2ClientCredentials && len(o.ClientSecret) == 0:
+			return bad("the client secret is empty or not loaded")
+		case e.Auth.Kind == AuthOAuth2RefreshToken && len(o.RefreshToken) == 0:
+			return bad("the refresh token secret is empty or not loaded")
+		case hasControl(o.ClientSecret) || hasControl(o.RefreshToken):
+			return bad("the client secret or refresh token contains a control character")
 		}
 	}
 	return nil

@@ -260,7 +260,8 @@ type HTTPEndpoint struct {
 	// allows every path under it.
 	Paths []string `toml:"paths"`
 
-	// Auth is none, bearer, basic, header or query.
+	// Auth is none, bearer, basic, header, query,
+	// oauth2_client_credentials or oauth2_refresh_token.
 	Auth           string `toml:"auth" default:"none"`
 	TokenSecret    string `toml:"token_secret"`
 	User           string `toml:"user"`
@@ -269,6 +270,17 @@ type HTTPEndpoint struct {
 	// parameter for auth = "query".
 	Header string `toml:"header"`
 	Param  string `toml:"param"`
+	// TokenURL and ClientID are for the OAuth2 kinds; ClientSecretSecret
+	// names the client secret (required by oauth2_client_credentials,
+	// optional for oauth2_refresh_token), Scopes what the client
+	// credentials grant asks for (empty: the server's default), and
+	// RefreshTokenSecret the refresh token of oauth2_refresh_token, where
+	// a rotated one is written back.
+	TokenURL           string   `toml:"token_url"`
+	ClientID           string   `toml:"client_id"`
+	ClientSecretSecret string   `toml:"client_secret_secret"`
+	Scopes             []string `toml:"scopes"`
+	RefreshTokenSecret string   `toml:"refresh_token_secret"`
 
 	// AllowPrivate lets the endpoint reach loopback and private addresses.
 	AllowPrivate bool `toml:"allow_private"`
@@ -940,20 +952,32 @@ func (c *Config) Validate() error {
 		want := map[string][]string{ // auth kind → fields it needs
 			"none": nil, "bearer": {"token_secret"}, "basic": {"user", "password_secret"},
 			"header": {"header", "token_secret"}, "query": {"param", "token_secret"},
+			"oauth2_client_credentials": {"token_url", "client_id", "client_secret_secret"},
+			"oauth2_refresh_token":      {"token_url", "client_id", "refresh_token_secret"},
+		}
+		optional := map[string][]string{ // auth kind → fields it may use
+			"oauth2_client_credentials": {"scopes"}, "oauth2_refresh_token": {"client_secret_secret"},
 		}
 		need, ok := want[e.Auth]
 		if !ok {
-			bad(f+".auth", "must be none, bearer, basic, header or query, got %q", e.Auth)
+			bad(f+".auth", "must be none, bearer, basic, header, query, oauth2_client_credentials or oauth2_refresh_token, got %q", e.Auth)
 		}
-		have := map[string]string{"token_secret": e.TokenSecret, "user": e.User, "password_secret": e.PasswordSecret, "header": e.Header, "param": e.Param}
-		for field, v := range have {
-			if v != "" && !slices.Contains(need, field) {
+		have := map[string]string{"token_secret": e.TokenSecret, "user": e.User, "password_secret": e.PasswordSecret, "header": e.Header, "param": e.Param,
+			"token_url": e.TokenURL, "client_id": e.ClientID, "client_secret_secret": e.ClientSecretSecret,
+			"scopes": strings.Join(e.Scopes, " "), "refresh_token_secret": e.RefreshTokenSecret}
+		for _, field := range sortedKeys(have) {
+			if have[field] != "" && !slices.Contains(need, field) && !slices.Contains(optional[e.Auth], field) {
 				bad(f+"."+field, "is not used by auth = %q", e.Auth)
 			}
 		}
 		for _, field := range need {
 			if have[field] == "" {
 				bad(f+"."+field, "is required by auth = %q", e.Auth)
+			}
+		}
+		if e.TokenURL != "" {
+			if err := httpact.CheckTokenURL(e.TokenURL, e.AllowPrivate); err != nil {
+				bad(f+".token_url", "%v", err)
 			}
 		}
 		switch e.FollowRedirects {
@@ -991,6 +1015,7 @@ func (c *Config) Validate() error {
 		}
 		errs = append(errs, checkSecretNames(f, map[string]string{
 			"token_secret": e.TokenSecret, "password_secret": e.PasswordSecret, "client_key_secret": e.ClientKeySecret,
+			"client_secret_secret": e.ClientSecretSecret, "refresh_token_secret": e.RefreshTokenSecret,
 		})...)
 		errs = append(errs, checkNoInline(f, e.Description, e.BaseURL, e.User, e.Header, e.Param)...)
 	}
@@ -1062,7 +1087,7 @@ func (c *Config) SecretNames() []string {
 		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret)
 	}
 	for _, e := range c.HTTP {
-		names = append(names, e.TokenSecret, e.PasswordSecret, e.ClientKeySecret)
+		names = append(names, e.TokenSecret, e.PasswordSecret, e.ClientKeySecret, e.ClientSecretSecret, e.RefreshTokenSecret)
 	}
 	names = slices.DeleteFunc(names, func(s string) bool { return s == "" })
 	slices.Sort(names)

@@ -108,6 +108,24 @@ func TestParseConfigErrors(t *testing.T) {
 		{"secret name with a space",
 			"[http.api]\nbase_url = \"https://x\"\nauth = \"bearer\"\ntoken_secret = \"my token\"\n",
 			[]string{"http.api.token_secret", "bad secret name"}},
+		{"client credentials without a client secret",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"oauth2_client_credentials\"\ntoken_url = \"https://x/token\"\nclient_id = \"c\"\n",
+			[]string{"http.api.client_secret_secret", "required"}},
+		{"token url over plain http",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"oauth2_client_credentials\"\ntoken_url = \"http://auth.example/token\"\nclient_id = \"c\"\nclient_secret_secret = \"cs\"\n",
+			[]string{"http.api.token_url", "https://"}},
+		{"token url on loopback over http without allow_private",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"oauth2_client_credentials\"\ntoken_url = \"http://127.0.0.1:9/token\"\nclient_id = \"c\"\nclient_secret_secret = \"cs\"\n",
+			[]string{"http.api.token_url", "allow_private"}},
+		{"scopes on a refresh token endpoint",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"oauth2_refresh_token\"\ntoken_url = \"https://x/token\"\nclient_id = \"c\"\nrefresh_token_secret = \"rt\"\nscopes = [\"a\"]\n",
+			[]string{"http.api.scopes", "not used"}},
+		{"refresh token without its secret",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"oauth2_refresh_token\"\ntoken_url = \"https://x/token\"\nclient_id = \"c\"\n",
+			[]string{"http.api.refresh_token_secret", "required"}},
+		{"client id with bearer",
+			"[http.api]\nbase_url = \"https://x\"\nauth = \"bearer\"\ntoken_secret = \"t\"\nclient_id = \"c\"\n",
+			[]string{"http.api.client_id", "not used"}},
 		{"duplicate target name",
 			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\n[http.a]\nbase_url = \"https://x\"\n",
 			[]string{"ssh.a", "also used"}},
@@ -459,5 +477,31 @@ func TestTargets(t *testing.T) {
 		if !strings.Contains(s, tt.want) {
 			t.Errorf("Targets(%q) = %s; want %s", tt.patterns, s, tt.want)
 		}
+	}
+}
+
+func TestOAuth2SecretNames(t *testing.T) {
+	cfg, err := Parse([]byte(`
+[http.cc]
+base_url = "https://api.example"
+auth = "oauth2_client_credentials"
+token_url = "http://127.0.0.1:8080/token"
+allow_private = true
+client_id = "actiongw"
+client_secret_secret = "cc-secret"
+scopes = ["read", "write:x"]
+
+[http.rt]
+base_url = "https://api.example"
+auth = "oauth2_refresh_token"
+token_url = "https://auth.example/token"
+client_id = "actiongw"
+refresh_token_secret = "rt-token"
+`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got, want := strings.Join(cfg.SecretNames(), ","), "cc-secret,rt-token"; got != want {
+		t.Errorf("SecretNames() = %s; want %s", got, want)
 	}
 }
