@@ -96,6 +96,10 @@ func (r *run) verify() (bool, string) {
 		return false, "the command never reported its process group"
 	}
 	deadline := time.Now().Add(r.target.stopGrace())
+	// Each look is a control session (sh, ps, awk) on the host: backing
+	// off keeps many stops at once (a fan-out's cancel) from starving the
+	// very processes they wait for.
+	pause := 20 * time.Millisecond
 	for {
 		code, err := r.control(aliveScript(pgid, r.runID))
 		switch {
@@ -112,7 +116,8 @@ func (r *run) verify() (bool, string) {
 			return false, "processes of the command were still running after repeated KILL"
 		}
 		r.control(killScript("KILL", pgid, r.runID))
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 200*time.Millisecond)
 	}
 }
 
