@@ -259,16 +259,28 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 // background slot (own holds its token), which one target at a time may
 // use so that the fan-out always goes on, or a free one of
 // max_background_actions. release gives it back. In the foreground it
-// takes none. background says the fan-out goes to the background at once
-// (wait 0), before its action may say so.
+// takes none. background says the fan-out is headed to the background at
+// once (wait 0): until it is there, its targets use only its own slot, so
+// that they never take the slot the fan-out itself is about to take.
 func (g *Gateway) backgroundTurn(ctx context.Context, c *core, handle string, own chan struct{}, background bool) (release func(), err error) {
-	if act := g.actions.get(handle); !background && (act == nil || !act.inBackground()) {
+	act := g.actions.get(handle)
+	there := act != nil && act.inBackground()
+	if !background && !there {
 		return func() {}, nil
+	}
+	free := c.background // nil until it is there: a nil channel never sends
+	if !there {
+		free = nil
 	}
 	select {
 	case <-own:
 		return func() { own <- struct{}{} }, nil
-	case c.background <- struct{}{}:
+	default:
+	}
+	select {
+	case <-own:
+		return func() { own <- struct{}{} }, nil
+	case free <- struct{}{}:
 		return c.background.release, nil
 	case <-ctx.Done():
 		return func() {}, context.Cause(ctx)
