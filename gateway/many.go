@@ -444,10 +444,10 @@ func (out *SSHExecManyOutput) streams() []output.NamedStream {
 	var ns []output.NamedStream
 	for i := range out.Groups {
 		grp := &out.Groups[i]
-		handle := out.Handles[grp.Targets[0]]
-		if grp.DidNotStart || handle == "" {
+		if grp.DidNotStart {
 			continue // no streams: describe names these groups
 		}
+		handle := out.Handles[grp.Targets[0]]
 		heading := out.heading(i)
 		// One way to read the rest, for every group, instead of a line of
 		// calls for each of its streams.
@@ -496,7 +496,7 @@ func (out *SSHExecManyOutput) describe(command string) string {
 	}
 	b.WriteString(" Every target's own result: action_status with the target's handle from handles; its output: read_output with that handle and stream stdout or stderr.")
 	for i := range out.Groups {
-		if grp := &out.Groups[i]; grp.DidNotStart || out.Handles[grp.Targets[0]] == "" {
+		if out.Groups[i].DidNotStart {
 			b.WriteString("\n" + out.heading(i) + " ===")
 		}
 	}
