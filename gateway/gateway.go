@@ -62,6 +62,9 @@ type Gateway struct {
 	learned  []learned
 
 	actions registry // running and recently finished actions, by handle
+	// approved holds the exact actions a person approved for a while; a
+	// reload forgets them.
+	approved remembered
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelCauseFunc

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -107,6 +108,12 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 				return &unusableError{"credentials", he.err.Error(), he.err} // it names the endpoint
 			}
 			return nil
+		},
+		approval: func() (*Question, string) {
+			if !slices.Contains(he.approveMethods, method) {
+				return nil, ""
+			}
+			return requestQuestion(s.cfg, in.Endpoint, he.endpoint.BaseURL, req), ruleApproveHTTP
 		},
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},

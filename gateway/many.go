@@ -145,7 +145,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 	var longest time.Duration
 	for i, name := range names {
 		st := s.ssh[name]
-		targets[i] = &fanTarget{name: name, a: g.sshExecAction(st, SSHExecInput{Target: name, Command: in.Command, Stdin: in.Stdin, TimeoutS: in.TimeoutS})}
+		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, st, SSHExecInput{Target: name, Command: in.Command, Stdin: in.Stdin, TimeoutS: in.TimeoutS})}
 		t, _ := policy.Timeout(seconds(in.TimeoutS), st.timeout, st.maxTimeout)
 		longest = max(longest, t)
 	}
@@ -173,6 +173,21 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 					Reason: fmt.Sprintf("nothing ran: %s of %d refuse the command: %s", output.Plural(len(denied), "target"), len(targets), denials(denied))}
 			}
 			return nil
+		},
+		// One question for every target that asks about the command; the
+		// targets then ask nothing themselves.
+		approval: func() (*Question, string) {
+			var asking []*Question
+			for _, t := range targets {
+				if q, _ := t.a.approval(); q != nil {
+					asking = append(asking, q)
+				}
+				t.a.approved = true
+			}
+			if len(asking) == 0 {
+				return nil, ""
+			}
+			return fanQuestion(s.cfg, label, in, asking, s.ssh), ruleApprove
 		},
 		timeout: bound, maxTimeout: bound,
 		targets: int64(len(targets)),

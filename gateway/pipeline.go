@@ -28,6 +28,12 @@ type action struct {
 	// or the request (a secret that did not load, stdin over the limit).
 	// It may correct the intent to what would actually be sent.
 	check func(intent *audit.Record) error
+	// approval, when set, is called once check passed: the question a
+	// person must approve before the action runs (nil: none) and the
+	// option that asks it. approved is set once that is settled, so that
+	// a second pass (after a host key was trusted) does not ask again.
+	approval func() (q *Question, rule string)
+	approved bool
 	// asked, timeout and maxTimeout are the call's timeout_s and the
 	// target's timeout and max_timeout.
 	asked, timeout, maxTimeout time.Duration
@@ -125,19 +131,76 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 // background, the action is to go on in the background at once, so a free
 // background slot is needed.
 func (g *Gateway) start(ctx context.Context, s *state, a *action, background bool) (act *liveAction, byCall func() bool, fail *ToolResult) {
+	act, byCall, fail, unknown := g.startOnce(ctx, s, a, background)
+	// The host (or a jump host) presented a key known_hosts lacks, and its
+	// target asks the person about such a key: trusted, the action starts
+	// again from the queue, where the key trusted is verified like any
+	// recorded key. Each host is asked once: the same key unknown again
+	// is refused.
+	trusted := map[string]bool{}
+	for unknown != nil {
+		q := hostKeyQuestion(s.cfg, unknown)
+		if trusted[q.Key] {
+			return nil, nil, g.notStarted(ctx, s.core, &a.intent, unknown)
+		}
+		if fail := g.decide(ctx, s.core, &a.intent, q, ruleHostKeyAsk); fail != nil {
+			return nil, nil, fail
+		}
+		if err := sshexec.TrustHostKey(unknown); err != nil {
+			r := g.failure("%v", err)
+			r.status = g.refused(s.core, &a.intent, &unusableError{ruleHostKeyAsk, err.Error(), err})
+			return nil, nil, r
+		}
+		trusted[q.Key] = true
+		act, byCall, fail, unknown = g.startOnce(ctx, s, a, background)
+	}
+	return act, byCall, fail
+}
+
+// decide asks a person q (see approve) for the action of intent. A
+// refusal is audited and returned as fail; so is a call that ended while
+// it was asked. A question that goes back with the result is fail too,
+// unaudited: nothing happened.
+func (g *Gateway) decide(ctx context.Context, c *core, intent *audit.Record, q *Question, rule string) (fail *ToolResult) {
+	err := g.approve(ctx, intent, q, rule)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrAskLater):
+		return g.failure("a person's answer is needed first")
+	case ctx.Err() != nil:
+		return g.notStarted(ctx, c, intent, err)
+	}
+	r := g.failure("%v", err)
+	r.status = g.refused(c, intent, err)
+	return r
+}
+
+// startOnce is one pass of start. unknown is set, and nothing else, when
+// the action could not start because its target (or a jump host of it)
+// presented an unknown host key that a person may be asked to trust.
+func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background bool) (act *liveAction, byCall func() bool, fail *ToolResult, unknown *sshexec.HostKeyError) {
 	c := s.core
 	if c.auditBroken != nil {
-		return nil, nil, g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken)
+		return nil, nil, g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken), nil
 	}
 	intent := &a.intent
 	if err := a.check(intent); err != nil {
 		r := g.failure("%v", err)
 		r.status = g.refused(c, intent, err)
-		return nil, nil, r
+		return nil, nil, r, nil
+	}
+	if a.approval != nil && !a.approved {
+		if q, rule := a.approval(); q != nil {
+			if fail := g.decide(ctx, c, intent, q, rule); fail != nil {
+				return nil, nil, fail, nil
+			}
+		}
+		a.approved = true
 	}
 	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
 	if background && !c.background.free() {
-		return nil, nil, g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"})
+		return nil, nil, g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"}), nil
 	}
 
 	// The action's context outlives the call's: the call's cancellation
@@ -173,7 +236,7 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		releaseTarget, err := c.limit.take(qctx, s.slots[intent.Target], "target", intent.Target)
 		if err != nil {
 			defer undo()
-			return nil, nil, g.notStarted(actx, c, intent, err)
+			return nil, nil, g.notStarted(actx, c, intent, err), nil
 		}
 		releases = append(releases, releaseTarget)
 	}
@@ -183,7 +246,11 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		release, err := a.reserve(dctx, time.Until(deadline(qctx)))
 		if err != nil {
 			defer undo()
-			return nil, nil, g.notStarted(dctx, c, intent, err)
+			var hk *sshexec.HostKeyError
+			if errors.As(err, &hk) && hk.Unknown() && s.asksHostKey(hk.Target) && ctx.Err() == nil {
+				return nil, nil, nil, hk
+			}
+			return nil, nil, g.notStarted(dctx, c, intent, err), nil
 		}
 		releases = append(releases, release)
 	}
@@ -191,7 +258,7 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		releaseServer, err := c.limit.take(qctx, c.limit.server, "server", intent.Target)
 		if err != nil {
 			defer undo()
-			return nil, nil, g.notStarted(actx, c, intent, err)
+			return nil, nil, g.notStarted(actx, c, intent, err), nil
 		}
 		releases = append(releases, releaseServer)
 	}
@@ -202,7 +269,7 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		out.Finish()
 		undo()
 		g.log.Error("audit log: the intent record could not be written; the action did not run", "error", err)
-		return nil, nil, g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
+		return nil, nil, g.failure("the action did not run: its intent could not be written to the audit log: %v", err), nil
 	}
 
 	live := g.actions.begin(out.Handle(), intent, a, c, cancel)
@@ -259,7 +326,7 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 		g.active.Add(-1)
 		live.end(e.status, r, &g.actions)
 	}()
-	return act, stopByCall, nil
+	return act, stopByCall, nil, nil
 }
 
 // refused audits an action that check refused, a denial by policy or a
@@ -318,6 +385,9 @@ func (e *unusableError) Error() string { return e.err.Error() }
 // refuse audits a call that was refused: an intent with the decision and
 // the rule, and an outcome that says why it did not run.
 func (g *Gateway) refuse(c *core, intent *audit.Record, status Status, rule, reason string) {
+	if intent.Handle == "" {
+		intent.Handle = output.NewHandle() // names the call in both records; no output is kept
+	}
 	g.record(c, intent, "deny", status, rule, reason)
 }
 
@@ -327,7 +397,8 @@ func (g *Gateway) record(c *core, intent *audit.Record, decision string, status 
 	intent.Kind, intent.Decision, intent.Rule = "intent", decision, rule
 	err := g.appendAudit(c, intent)
 	if err == nil {
-		err = g.appendAudit(c, &audit.Record{Kind: "outcome", Handle: intent.Handle, Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target, Status: string(status), Reason: reason})
+		err = g.appendAudit(c, &audit.Record{Kind: "outcome", Handle: intent.Handle, Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target,
+			Status: string(status), Rule: rule, Reason: reason})
 	}
 	if err != nil {
 		g.log.Error("audit log: a refused call could not be recorded", "tool", intent.Tool, "target", intent.Target, "error", err)

@@ -67,14 +67,15 @@ func (g *Gateway) SSHExec(ctx context.Context, in SSHExecInput, progress Progres
 	if fail != nil {
 		return fail
 	}
-	return g.run(ctx, s, g.sshExecAction(st, in), progress, in.WaitS)
+	return g.run(ctx, s, g.sshExecAction(s.cfg, st, in), progress, in.WaitS)
 }
 
 // sshExecAction is the action of one ssh_exec call on st.
-func (g *Gateway) sshExecAction(st *sshTarget, in SSHExecInput) *action {
+func (g *Gateway) sshExecAction(cfg *config.Config, st *sshTarget, in SSHExecInput) *action {
 	var lease *sshexec.Lease
 	var dir string
 	var env map[string]string
+	var ask bool // a person is to approve the command
 	return &action{
 		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
 		check: func(intent *audit.Record) error {
@@ -87,9 +88,14 @@ func (g *Gateway) sshExecAction(st *sshTarget, in SSHExecInput) *action {
 			if strings.IndexByte(in.Command, 0) >= 0 {
 				return &unusableError{"command", "NUL byte in the command", errors.New("the command contains a NUL byte, which no shell command can hold")}
 			}
-			if err := st.commands.Check(in.Command); err != nil {
+			listed, err := st.commands.Listed(in.Command)
+			switch {
+			case err != nil:
 				return err
+			case !listed && st.approve == config.ApproveNever:
+				return st.commands.Check(in.Command) // the allow list's denial
 			}
+			ask = !listed || st.approve == config.ApproveAlways
 			if in.Sudo && !st.allowSudo {
 				return &policy.DeniedError{Target: in.Target, Rule: "allow_sudo", Reason: "sudo is not allowed on this target"}
 			}
@@ -101,12 +107,17 @@ func (g *Gateway) sshExecAction(st *sshTarget, in SSHExecInput) *action {
 				return &unusableError{"max_stdin_bytes", "stdin too large",
 					fmt.Errorf("stdin is %d bytes; target %q accepts at most %d (max_stdin_bytes)", len(in.Stdin), in.Target, st.maxStdin)}
 			}
-			var err error
 			if dir, env, err = st.environment(in.Target, in.Cwd, in.Env); err != nil {
 				return err
 			}
 			intent.Cwd, intent.Env = dir, envLines(env)
 			return nil
+		},
+		approval: func() (*Question, string) {
+			if !ask {
+				return nil, ""
+			}
+			return commandQuestion(cfg, in.Target, st.where, in, dir, envLines(env)), ruleApprove
 		},
 		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
 		reserve: g.reserveSession(st, &lease),

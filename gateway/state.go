@@ -87,6 +87,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, loadErr error)
 	default:
 		// A note of an earlier failed reload is out of date now.
 		g.note.Store(nil)
+		g.approved.forget()
 		if note != "" {
 			g.log.Warn(note)
 			g.setNote(note)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -48,6 +50,10 @@ type sshTarget struct {
 	// maxDownload bytes.
 	paths                  *policy.Paths
 	maxUpload, maxDownload int64
+	// approve is the target's approve option; where is user@host:port,
+	// as a person asked about a command is shown the target.
+	approve string
+	where   string
 }
 
 // httpEndpoint is a configured HTTP endpoint, ready to use.
@@ -62,6 +68,8 @@ type httpEndpoint struct {
 	refreshSecret string
 
 	timeout, maxTimeout time.Duration
+	// approveMethods are the methods whose requests a person approves.
+	approveMethods []string
 }
 
 // targets are the configured targets, ready to use: credentials from the
@@ -140,7 +148,8 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 	c := cfg.SSH[name]
 	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes,
 		cwd: c.Cwd, env: c.Env, allowEnv: c.AllowEnv, allowSudo: c.AllowSudo, sudoSecret: c.SudoSecret,
-		paths: &policy.Paths{Target: name, Allow: c.AllowPaths, Deny: c.DenyPaths}, maxUpload: c.MaxUploadBytes, maxDownload: c.MaxDownloadBytes}
+		paths: &policy.Paths{Target: name, Allow: c.AllowPaths, Deny: c.DenyPaths}, maxUpload: c.MaxUploadBytes, maxDownload: c.MaxDownloadBytes,
+		approve: c.Approve, where: fmt.Sprintf("%s@%s", c.User, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)))}
 	// Patterns were compiled once by Validate; this cannot fail.
 	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
 	if st.err != nil {
@@ -192,7 +201,8 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 
 func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *httpEndpoint {
 	c := cfg.HTTP[name]
-	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}, timeout: c.Timeout, maxTimeout: c.MaxTimeout}
+	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}, timeout: c.Timeout, maxTimeout: c.MaxTimeout,
+		approveMethods: c.ApproveMethods}
 	e := &httpact.Endpoint{
 		Name: name, BaseURL: c.BaseURL, MaxRequestBody: c.MaxRequestBytes,
 		// httpact checks the normalized path, on every redirect hop too.

@@ -29,7 +29,9 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 			"Credentials are injected by the server and never shown.",
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHExecInput) (*mcp.CallToolResult, *gateway.SSHExecOutput, error) {
-		return toolResult[*gateway.SSHExecOutput](gw.SSHExec(ctx, in, progress(ctx, req, env)))
+		return runAction[*gateway.SSHExecOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
+			return gw.SSHExec(ctx, in, progress(ctx, req, env))
+		})
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "ssh_exec_many",
@@ -39,7 +41,9 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 			"once, the largest group first) and each target's handle for action_status, read_output and search_output.",
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHExecManyInput) (*mcp.CallToolResult, *gateway.SSHExecManyOutput, error) {
-		return toolResult[*gateway.SSHExecManyOutput](gw.SSHExecMany(ctx, in, progress(ctx, req, env)))
+		return runAction[*gateway.SSHExecManyOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
+			return gw.SSHExecMany(ctx, in, progress(ctx, req, env))
+		})
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "http_request",
@@ -49,7 +53,9 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 		InputSchema: inputSchema[gateway.HTTPRequestInput](map[string][]string{"method": httpMethods}),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.HTTPRequestInput) (*mcp.CallToolResult, *gateway.HTTPRequestOutput, error) {
-		return toolResult[*gateway.HTTPRequestOutput](gw.HTTPRequest(ctx, in, progress(ctx, req, env)))
+		return runAction[*gateway.HTTPRequestOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
+			return gw.HTTPRequest(ctx, in, progress(ctx, req, env))
+		})
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "ssh_download",
@@ -59,7 +65,9 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 			"rest, and ssh_upload with from_handle copies it to a target without it passing through the model.",
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), ReadOnlyHint: true},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHDownloadInput) (*mcp.CallToolResult, *gateway.SSHDownloadOutput, error) {
-		return toolResult[*gateway.SSHDownloadOutput](gw.SSHDownload(ctx, in, progress(ctx, req, env)))
+		return runAction[*gateway.SSHDownloadOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
+			return gw.SSHDownload(ctx, in, progress(ctx, req, env))
+		})
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "ssh_upload",
@@ -71,7 +79,9 @@ func addActionTools(s *mcp.Server, env *toolEnv) {
 		InputSchema: inputSchema[gateway.SSHUploadInput](map[string][]string{"encoding": {"utf8", "base64"}, "from_stream": streamNames}),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHUploadInput) (*mcp.CallToolResult, *gateway.SSHUploadOutput, error) {
-		return toolResult[*gateway.SSHUploadOutput](gw.SSHUpload(ctx, in, progress(ctx, req, env)))
+		return runAction[*gateway.SSHUploadOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
+			return gw.SSHUpload(ctx, in, progress(ctx, req, env))
+		})
 	})
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{
@@ -126,6 +136,19 @@ func schemaFor[T any]() *jsonschema.Schema {
 		panic(err) // a Go type the SDK could not serve either
 	}
 	return s
+}
+
+// runAction runs an action tool's call with the call's approver, and
+// returns the question the call must come back with the answer to, or the
+// result.
+func runAction[Out any](ctx context.Context, env *toolEnv, req *mcp.CallToolRequest, call func(context.Context) *gateway.ToolResult) (*mcp.CallToolResult, Out, error) {
+	a := env.askerFor(req)
+	r := call(gateway.WithApprover(ctx, a))
+	if res := a.inputRequired(); res != nil {
+		var zero Out
+		return res, zero, nil
+	}
+	return toolResult[Out](r)
 }
 
 // toolResult turns a gateway result into the SDK's: a failure without

@@ -52,13 +52,14 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	}
 	limit := cfg.Server.MaxFrameBytes
 	env := &toolEnv{
-		cfg:     cfg,
-		log:     log,
-		version: opts.Version,
-		start:   time.Now(),
-		metrics: &wire.Metrics{},
-		active:  opts.ActiveActions,
-		gw:      opts.Gateway,
+		cfg:       cfg,
+		log:       log,
+		version:   opts.Version,
+		start:     time.Now(),
+		metrics:   &wire.Metrics{},
+		active:    opts.ActiveActions,
+		gw:        opts.Gateway,
+		approvals: newApprovals(),
 	}
 	c := newConn(in, out, limit, env.metrics, log)
 	server := newServer(env)

@@ -24,6 +24,8 @@ type toolEnv struct {
 	metrics *wire.Metrics
 	active  func() int
 	gw      *gateway.Gateway
+	// approvals is how calls of this server ask a person (approval.go).
+	approvals *approvals
 }
 
 // toolSets add tools to a new server. Each file defining tools appends its

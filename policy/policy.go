@@ -55,25 +55,37 @@ func CompileCommands(target string, allow, deny []string) (*Commands, error) {
 
 // Check returns nil when command may run, else a *DeniedError.
 func (c *Commands) Check(command string) error {
+	listed, err := c.Listed(command)
+	if err != nil || listed {
+		return err
+	}
+	return &DeniedError{Target: c.target, Rule: "allow_commands " + quoteAll(c.allow),
+		Reason: "the whole command must match one allow pattern"}
+}
+
+// Listed returns a *DeniedError when the deny rules refuse command (or it
+// is empty), and otherwise whether the allow rules let it run by
+// themselves: a target that asks a person for the rest (approve =
+// "unlisted") asks for a command that is not listed.
+func (c *Commands) Listed(command string) (bool, error) {
 	if command == "" {
-		return &DeniedError{Target: c.target, Rule: "command", Reason: "the command is empty"}
+		return false, &DeniedError{Target: c.target, Rule: "command", Reason: "the command is empty"}
 	}
 	for i, r := range c.deny {
 		if r.re.MatchString(command) {
-			return &DeniedError{Target: c.target, Rule: fmt.Sprintf("deny_commands[%d] %q", i, r.source),
+			return false, &DeniedError{Target: c.target, Rule: fmt.Sprintf("deny_commands[%d] %q", i, r.source),
 				Reason: "the command matches a deny pattern"}
 		}
 	}
 	if len(c.allow) == 0 {
-		return nil
+		return true, nil
 	}
 	for _, r := range c.allow {
 		if r.re.MatchString(command) {
-			return nil
+			return true, nil
 		}
 	}
-	return &DeniedError{Target: c.target, Rule: "allow_commands " + quoteAll(c.allow),
-		Reason: "the whole command must match one allow pattern"}
+	return false, nil
 }
 
 func quoteAll(rules []rule) string {

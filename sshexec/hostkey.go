@@ -3,11 +3,14 @@ package sshexec
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
@@ -57,6 +60,53 @@ func (e *HostKeyError) Error() string {
 			"add the line %q to %s, or set host_key = %q",
 			e.Target, presented, e.KnownHosts, e.Line, e.KnownHosts, e.Fingerprint)
 	}
+}
+
+// Unknown reports whether the host presented a key while known_hosts
+// records none for it: not a changed or revoked key, nor a pin's
+// mismatch. Only such a key may be trusted on a person's word
+// (TrustHostKey).
+func (e *HostKeyError) Unknown() bool { return !e.Known && !e.Revoked && e.Pinned == "" }
+
+// trustMu serializes appends to known_hosts files within the process.
+var trustMu sync.Mutex
+
+// TrustHostKey records the key an Unknown error presented: it appends
+// e.Line to e.KnownHosts, creating the file (0600) and its directory
+// (0700) when missing, unless the file already has the line. The next
+// connection then verifies that exact key; any other is a changed key.
+func TrustHostKey(e *HostKeyError) error {
+	if !e.Unknown() || e.KnownHosts == "" || e.Line == "" {
+		return fmt.Errorf("host key of target %q: only an unknown key can be trusted", e.Target)
+	}
+	trustMu.Lock()
+	defer trustMu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(e.KnownHosts), 0o700); err != nil {
+		return fmt.Errorf("trust host key of target %q: %w", e.Target, err)
+	}
+	f, err := os.OpenFile(e.KnownHosts, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("trust host key of target %q: %w", e.Target, err)
+	}
+	defer f.Close()
+	have, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("trust host key of target %q: read %s: %w", e.Target, e.KnownHosts, err)
+	}
+	if slices.Contains(strings.Split(string(have), "\n"), e.Line) {
+		return nil
+	}
+	line := e.Line + "\n"
+	if len(have) > 0 && have[len(have)-1] != '\n' {
+		line = "\n" + line
+	}
+	if _, err := f.WriteString(line); err != nil {
+		return fmt.Errorf("trust host key of target %q: write %s: %w", e.Target, e.KnownHosts, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("trust host key of target %q: write %s: %w", e.Target, e.KnownHosts, err)
+	}
+	return nil
 }
 
 // openSSHHostKeyOrder is OpenSSH's preference order. It is used when nothing

@@ -54,6 +54,9 @@ type Record struct {
 	Source   string `json:"source,omitempty"`
 	Decision string `json:"decision,omitempty"` // allow | deny
 	Rule     string `json:"rule,omitempty"`
+	// Approvals are the questions the person at the MCP client was asked
+	// before the action could run, in order, with their answers.
+	Approvals []Approval `json:"approvals,omitempty"`
 
 	// Outcome.
 	Status     string            `json:"status,omitempty"`
@@ -138,6 +141,26 @@ const (
 	maxStreams = 8
 )
 
+// Approval is one question a person was asked before an action ran.
+type Approval struct {
+	// Asked is what the question was about: "command", "request" or
+	// "host_key".
+	Asked string `json:"asked"`
+	// Answer is approve, approve_for (the same exact action, for a
+	// while), remembered (such an earlier answer, so nobody was asked),
+	// decline, cancel (dismissed), timeout (no answer in time) or
+	// unavailable (the client cannot ask).
+	Answer string `json:"answer"`
+	// WaitMS is how long the answer took.
+	WaitMS int64 `json:"wait_ms"`
+	// Fingerprint is the SHA256 fingerprint of a host key asked about.
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// maxApprovals bounds the questions of one record: an action asks about
+// its host key and itself at most.
+const maxApprovals = 4
+
 // prepare returns the record as Append writes it: the caller's fields,
 // redacted and cut to fieldBytes, with the time and the owner set. It
 // refuses what no record may be.
@@ -158,6 +181,14 @@ func prepare(rec *Record, redact func(string) string) (*Record, error) {
 	// under the lock, for the whole batch.
 	if r.Time = r.Time.UTC(); r.Time.Year() < 0 || r.Time.Year() > 9999 {
 		return nil, fmt.Errorf("audit log: a record of the year %d", r.Time.Year())
+	}
+	if len(r.Approvals) > maxApprovals {
+		return nil, fmt.Errorf("audit log: a record with %d approvals (at most %d)", len(r.Approvals), maxApprovals)
+	}
+	for _, a := range r.Approvals {
+		if len(a.Asked) > 16 || len(a.Answer) > 16 || len(a.Fingerprint) > 64 {
+			return nil, fmt.Errorf("audit log: an approval %.16q: field too long", a.Asked)
+		}
 	}
 	for name, s := range r.Streams {
 		if len(name) > 64 || len(s.SHA256) > 64 {

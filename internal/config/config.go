@@ -38,6 +38,10 @@ type Config struct {
 	HTTP   map[string]*HTTPEndpoint `toml:"http"`
 	// Group names sets of SSH targets that ssh_exec_many runs a command on.
 	Group map[string]*Group `toml:"group"`
+	// Approval is how a person is asked before an action that needs
+	// approval (a target's approve, an endpoint's approve_methods, a
+	// host_key_policy of "ask").
+	Approval Approval `toml:"approval"`
 	// Warnings are what loading found wrong but could go on without (the
 	// default ssh config unreadable); serve logs them and check shows
 	// them.
@@ -101,6 +105,26 @@ type Server struct {
 	SSHConfig string `toml:"ssh_config" default:"~/.ssh/config"`
 }
 
+// Approval is how the person at the MCP client is asked, through MCP
+// elicitation, before an action runs.
+type Approval struct {
+	// Timeout is how long a question waits for its answer; no answer in
+	// that time denies the action.
+	Timeout time.Duration `toml:"timeout" default:"2m"`
+	// Remember, when set, offers a third answer: approve the same exact
+	// action (target, command, stdin, sudo, directory and environment; or
+	// method, path, headers and body) for this long. Zero offers only
+	// approve once and deny.
+	Remember time.Duration `toml:"remember"`
+}
+
+// The values of SSHTarget.Approve.
+const (
+	ApproveNever    = "never"
+	ApproveAlways   = "always"
+	ApproveUnlisted = "unlisted"
+)
+
 // SSHTarget is one host an agent may run commands on.
 type SSHTarget struct {
 	Description string `toml:"description"`
@@ -120,6 +144,11 @@ type SSHTarget struct {
 	// be switched off.
 	KnownHosts string `toml:"known_hosts" default:"~/.ssh/known_hosts"`
 	HostKey    string `toml:"host_key"`
+	// HostKeyPolicy is "strict": a host key known_hosts does not record is
+	// refused; or "ask": the person at the MCP client is shown an unknown
+	// key's type and fingerprint and may trust it, which appends its line
+	// to known_hosts. A changed or revoked key is refused either way.
+	HostKeyPolicy string `toml:"host_key_policy" default:"strict"`
 	// Jump names another [ssh.*] target to connect through; empty connects
 	// directly.
 	Jump string `toml:"jump"`
@@ -130,6 +159,11 @@ type SSHTarget struct {
 	// package policy.
 	AllowCommands []string `toml:"allow_commands"`
 	DenyCommands  []string `toml:"deny_commands"`
+	// Approve is "never" (the rules alone decide), "unlisted" (a command
+	// no allow_commands pattern matches asks the person at the MCP client
+	// instead of being refused) or "always" (every command asks).
+	// deny_commands still refuse without asking.
+	Approve string `toml:"approve" default:"never"`
 
 	// Timeout applies when a call gives none; MaxTimeout caps what a call asks.
 	Timeout    time.Duration `toml:"timeout" default:"60s"`
@@ -259,6 +293,9 @@ type HTTPEndpoint struct {
 	// Paths are glob patterns under the base URL ("/repos/**"); empty
 	// allows every path under it.
 	Paths []string `toml:"paths"`
+	// ApproveMethods are the methods (of Methods) whose requests ask the
+	// person at the MCP client before they are sent.
+	ApproveMethods []string `toml:"approve_methods"`
 
 	// Auth is none, bearer, basic, header, query,
 	// oauth2_client_credentials or oauth2_refresh_token.
@@ -334,6 +371,7 @@ type HTTPEndpoint struct {
 func Default() *Config {
 	c := &Config{SSH: map[string]*SSHTarget{}, HTTP: map[string]*HTTPEndpoint{}}
 	setDefaults(&c.Server)
+	setDefaults(&c.Approval)
 	c.Server.StateDir = defaultStateDir()
 	return c
 }
@@ -343,6 +381,7 @@ func Default() *Config {
 // for a Config built in code.
 func (c *Config) SetDefaults() {
 	setDefaults(&c.Server)
+	setDefaults(&c.Approval)
 	if c.Server.StateDir == "" {
 		c.Server.StateDir = defaultStateDir()
 	}
@@ -373,6 +412,9 @@ func (c *Config) setTargetDefaults() {
 		e.ClientCert = expandHome(e.ClientCert)
 		for i, m := range e.Methods {
 			e.Methods[i] = strings.ToUpper(m)
+		}
+		for i, m := range e.ApproveMethods {
+			e.ApproveMethods[i] = strings.ToUpper(m)
 		}
 	}
 }
@@ -884,6 +926,21 @@ func (c *Config) Validate() error {
 		default:
 			bad(f+".stop_mode", `must be "signal" or "wrapper", got %q`, t.StopMode)
 		}
+		switch t.Approve {
+		case ApproveNever, ApproveAlways:
+		case ApproveUnlisted:
+			if len(t.AllowCommands) == 0 {
+				bad(f+".approve", `"unlisted" asks for the commands allow_commands does not list, and it lists none: list the commands that run without asking, or use approve = "always"`)
+			}
+		default:
+			bad(f+".approve", `must be "never", "unlisted" or "always", got %q`, t.Approve)
+		}
+		switch {
+		case t.HostKeyPolicy != "strict" && t.HostKeyPolicy != "ask":
+			bad(f+".host_key_policy", `must be "strict" or "ask", got %q`, t.HostKeyPolicy)
+		case t.HostKeyPolicy == "ask" && t.HostKey != "":
+			bad(f+".host_key_policy", `"ask" trusts keys into known_hosts, and host_key pins one key instead: set one of them`)
+		}
 		switch {
 		case t.SudoSecret != "" && !t.AllowSudo:
 			bad(f+".sudo_secret", "is set but allow_sudo is not: set allow_sudo = true to let calls use sudo")
@@ -898,6 +955,12 @@ func (c *Config) Validate() error {
 		errs = append(errs, checkNoInline(f, t.Description, t.Host, t.User)...)
 	}
 
+	if c.Approval.Timeout <= 0 {
+		bad("approval.timeout", "must be more than zero, got %v", c.Approval.Timeout)
+	}
+	if c.Approval.Remember < 0 {
+		bad("approval.remember", "must not be negative, got %v", c.Approval.Remember)
+	}
 	if s.MaxParallel < 1 {
 		bad("server.max_parallel", "must be at least 1, got %d", s.MaxParallel)
 	}
@@ -942,6 +1005,11 @@ func (c *Config) Validate() error {
 		for _, m := range e.Methods {
 			if !slices.Contains([]string{"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"}, m) {
 				bad(f+".methods", "unknown method %q", m)
+			}
+		}
+		for _, m := range e.ApproveMethods {
+			if !slices.Contains(e.Methods, m) {
+				bad(f+".approve_methods", "%q is not one of the endpoint's methods %q", m, e.Methods)
 			}
 		}
 		for i, p := range e.Paths {

@@ -45,6 +45,12 @@ type Options struct {
 	// server's answers to frames it could not take (oversize, malformed,
 	// batches). It runs on the dispatch goroutine.
 	OnError func(*jsonrpc.Error)
+	// OnElicit, if set, answers the server's elicitation/create requests
+	// (a question for the person at the host), and Initialize declares
+	// form elicitation. It runs on a goroutine of its own per question;
+	// ctx ends when the server cancels the question or the client
+	// closes. Without it the host declares no elicitation support.
+	OnElicit func(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error)
 }
 
 // ProgressFunc receives the progress notifications of one call. It runs on
@@ -80,6 +86,12 @@ type Client struct {
 	mu       sync.Mutex
 	pending  map[int64]*Pending
 	progress map[string]ProgressFunc
+	// asking cancels the questions OnElicit is answering, by request id;
+	// asked waits for them, and closing ends their contexts.
+	asking  map[string]context.CancelFunc
+	asked   sync.WaitGroup
+	closing context.Context
+	closed  context.CancelFunc
 
 	queue        chan jsonrpc.Message // reader → dispatcher: requests and null-id errors
 	readerDone   chan struct{}
@@ -131,10 +143,12 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Client, error) {
 		stdout:       stdout,
 		pending:      make(map[int64]*Pending),
 		progress:     make(map[string]ProgressFunc),
+		asking:       make(map[string]context.CancelFunc),
 		queue:        make(chan jsonrpc.Message, opts.QueueLen),
 		readerDone:   make(chan struct{}),
 		dispatchDone: make(chan struct{}),
 	}
+	c.closing, c.closed = context.WithCancel(context.Background())
 	go c.readLoop()
 	go c.dispatchLoop()
 	return c, nil
@@ -273,7 +287,7 @@ func (c *Client) Initialize(ctx context.Context) (*mcp.InitializeResult, error) 
 	raw, err := c.Call(ctx, "initialize", &mcp.InitializeParams{
 		ProtocolVersion: ProtocolVersion,
 		ClientInfo:      &mcp.Implementation{Name: c.opts.Name, Version: c.opts.Version},
-		Capabilities:    &mcp.ClientCapabilities{},
+		Capabilities:    c.capabilities(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mcphost: initialize: %w", err)
@@ -360,6 +374,8 @@ func (c *Client) Close() error {
 		}
 		c.closeErr = c.cmd.Wait()
 		<-c.dispatchDone
+		c.closed()
+		c.asked.Wait()
 	})
 	return c.closeErr
 }
@@ -486,6 +502,18 @@ func (c *Client) dispatchLoop() {
 			if fn != nil {
 				fn(params)
 			}
+		case req.Method == "notifications/cancelled":
+			var params mcp.CancelledParams
+			if json.Unmarshal(req.Params, &params) == nil {
+				c.mu.Lock()
+				cancel := c.asking[fmt.Sprint(params.RequestID)]
+				c.mu.Unlock()
+				if cancel != nil {
+					cancel()
+				}
+			}
+		case req.IsCall() && req.Method == "elicitation/create" && c.opts.OnElicit != nil:
+			c.elicit(req)
 		case req.IsCall():
 			c.answer(req)
 		}
@@ -530,6 +558,55 @@ func (c *Client) answer(req *jsonrpc.Request) {
 	if err := c.write(context.Background(), resp); err != nil {
 		c.log.Debug("reply to server request not sent", "method", req.Method, "error", err)
 	}
+}
+
+// capabilities are what Initialize declares: form elicitation when
+// OnElicit is set.
+func (c *Client) capabilities() *mcp.ClientCapabilities {
+	if c.opts.OnElicit == nil {
+		return &mcp.ClientCapabilities{}
+	}
+	return &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
+}
+
+// elicit answers an elicitation/create request with OnElicit, on a
+// goroutine of its own: a person may take minutes, and notifications
+// (a cancellation of this very question) must go on being dispatched.
+func (c *Client) elicit(req *jsonrpc.Request) {
+	key := fmt.Sprint(req.ID.Raw())
+	ctx, cancel := context.WithCancel(c.closing)
+	c.mu.Lock()
+	c.asking[key] = cancel
+	c.mu.Unlock()
+	c.asked.Go(func() {
+		defer func() {
+			c.mu.Lock()
+			delete(c.asking, key)
+			c.mu.Unlock()
+			cancel()
+		}()
+		var resp *jsonrpc.Response
+		var params mcp.ElicitParams
+		res, err := (*mcp.ElicitResult)(nil), json.Unmarshal(req.Params, &params)
+		if err == nil {
+			res, err = c.opts.OnElicit(ctx, &params)
+		}
+		if ctx.Err() != nil {
+			return // cancelled: the server wants no answer
+		}
+		if err == nil {
+			var raw []byte
+			if raw, err = json.Marshal(res); err == nil {
+				resp = &jsonrpc.Response{ID: req.ID, Result: raw}
+			}
+		}
+		if err != nil {
+			resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}}
+		}
+		if err := c.write(context.Background(), resp); err != nil {
+			c.log.Debug("answer to elicitation not sent", "error", err)
+		}
+	})
 }
 
 // newRequest builds a call, or a notification when id is the zero ID.

@@ -1,0 +1,251 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actiongw/actiongw/gateway"
+)
+
+// Approvals reach the person through MCP elicitation, in one of two ways,
+// by the protocol version of the session:
+//
+//   - Before 2026-07-28 the server sends elicitation/create while the call
+//     waits, one question at a time per server, and the answer is the
+//     client's response to that request.
+//   - From 2026-07-28 a server may not send requests while it serves one
+//     (multi round-trip requests, SEP-2322): the call returns the question
+//     as an input request with a request state, and the client makes the
+//     call again with the answer. The state names a round kept here, bound
+//     to the call's tool and arguments and used once; an answer without a
+//     round this server issued, or for other arguments, is not an answer.
+//
+// Either way the answer comes from the client's elicitation response, not
+// from the tool's arguments, which are all the agent writes.
+
+// multiRoundTrip is the first protocol version that returns questions
+// with the result instead of sending them.
+const multiRoundTrip = "2026-07-28"
+
+// maxRounds bounds the questions waiting for a call to come again.
+const maxRounds = 64
+
+// decisions are the values of the one field of a question's form.
+const (
+	decisionApprove    = "approve"
+	decisionApproveFor = "approve_for"
+	decisionDeny       = "deny"
+)
+
+// approvals is what a server keeps for asking: the turn of the one
+// question asked at a time, and the rounds of questions sent back.
+type approvals struct {
+	turn chan struct{} // holds a token while a question is out
+
+	mu     sync.Mutex
+	rounds map[string]*round // by request state
+}
+
+func newApprovals() *approvals {
+	return &approvals{turn: make(chan struct{}, 1), rounds: map[string]*round{}}
+}
+
+// round is the questions of one call answered so far, and the one it
+// was last sent back with.
+type round struct {
+	call     string            // digest of the tool's name and arguments
+	answered map[string]answer // by gateway.Question.Key
+	asked    *gateway.Question // nil once answered
+	id       string            // the input request's id
+	sent     time.Time         // when asked went out
+	expires  time.Time         // the round is forgotten then
+	params   *mcp.ElicitParams // what asked was sent as
+}
+
+type answer struct {
+	a    gateway.Answer
+	took time.Duration
+}
+
+// asker is the gateway.Approver of one call.
+type asker struct {
+	ap  *approvals
+	req *mcp.CallToolRequest
+	// out is set when the call is to return a question instead of a
+	// result: the round, under its new state.
+	out      *round
+	outState string
+}
+
+func (env *toolEnv) askerFor(req *mcp.CallToolRequest) *asker {
+	return &asker{ap: env.approvals, req: req}
+}
+
+// callDigest names a call by its tool and its arguments as they came.
+func callDigest(p *mcp.CallToolParamsRaw) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s;", len(p.Name), p.Name)
+	h.Write(p.Arguments)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Ask implements gateway.Approver.
+func (a *asker) Ask(ctx context.Context, q *gateway.Question) (gateway.Answer, time.Duration, error) {
+	caps := a.req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return "", 0, &gateway.CannotAskError{Reason: "this MCP client cannot ask a person: it declared no elicitation support"}
+	}
+	if caps.Elicitation.Form == nil && caps.Elicitation.URL != nil {
+		return "", 0, &gateway.CannotAskError{Reason: "this MCP client cannot ask a person: it declared elicitation by URL only, and a question is a form"}
+	}
+	if p := a.req.Session.InitializeParams(); p != nil && p.ProtocolVersion >= multiRoundTrip {
+		return a.askLater(q)
+	}
+	return a.askNow(ctx, q)
+}
+
+// askNow sends q as elicitation/create and waits for the answer, at most
+// q.Timeout once it is the question's turn.
+func (a *asker) askNow(ctx context.Context, q *gateway.Question) (gateway.Answer, time.Duration, error) {
+	select {
+	case a.ap.turn <- struct{}{}:
+	case <-ctx.Done():
+		return "", 0, ctx.Err()
+	}
+	defer func() { <-a.ap.turn }()
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, q.Timeout)
+	defer cancel()
+	res, err := a.req.Session.Elicit(tctx, elicitParams(q))
+	took := time.Since(start)
+	switch {
+	case ctx.Err() != nil:
+		return "", took, ctx.Err()
+	case tctx.Err() != nil:
+		return gateway.AnswerTimeout, took, nil
+	case err != nil:
+		return "", took, &gateway.CannotAskError{Reason: fmt.Sprintf("the client failed to ask the person: %v", err)}
+	}
+	ans, err := answerOf(res, q)
+	return ans, took, err
+}
+
+// askLater answers q from the round the call came back with, or sends q
+// back with the call's result (gateway.ErrAskLater).
+func (a *asker) askLater(q *gateway.Question) (gateway.Answer, time.Duration, error) {
+	p := a.req.Params
+	call := callDigest(p)
+	now := time.Now()
+	ap := a.ap
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	for state, r := range ap.rounds {
+		if now.After(r.expires) {
+			delete(ap.rounds, state)
+		}
+	}
+	r := a.out
+	if r == nil {
+		// The round the call came back with, used once: its state is
+		// gone whatever the answer, and a round for other arguments is
+		// no round of this call.
+		if got, ok := ap.rounds[p.RequestState]; ok && p.RequestState != "" {
+			delete(ap.rounds, p.RequestState)
+			if got.call == call {
+				r = got
+			}
+		}
+	}
+	if r != nil && r.asked != nil && r.asked.Key == q.Key {
+		if res, ok := p.InputResponses[r.id].(*mcp.ElicitResult); ok {
+			took := now.Sub(r.sent)
+			ans, err := answerOf(res, q)
+			if err != nil {
+				return "", took, err
+			}
+			if took > q.Timeout {
+				ans = gateway.AnswerTimeout
+			}
+			r.answered[q.Key] = answer{ans, took}
+			r.asked = nil
+		}
+	}
+	if r != nil {
+		if got, ok := r.answered[q.Key]; ok {
+			a.out = r // later questions of this call join the round
+			return got.a, got.took, nil
+		}
+	}
+	if r == nil {
+		r = &round{call: call, answered: map[string]answer{}}
+	}
+	if len(ap.rounds) >= maxRounds {
+		return "", 0, &gateway.CannotAskError{Reason: fmt.Sprintf("%d questions already wait for their calls to come back", maxRounds)}
+	}
+	r.asked, r.id, r.sent, r.expires, r.params = q, rand.Text(), now, now.Add(2*q.Timeout+time.Minute), elicitParams(q)
+	a.out, a.outState = r, rand.Text()
+	ap.rounds[a.outState] = r
+	return "", 0, gateway.ErrAskLater
+}
+
+// inputRequired is the result that sends the call's question back, or nil
+// when the call asked none (or has its answers).
+func (a *asker) inputRequired() *mcp.CallToolResult {
+	if a.out == nil || a.out.asked == nil {
+		return nil
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{a.out.id: a.out.params},
+		RequestState:  a.outState,
+	}
+}
+
+// elicitParams is the form that asks q: its message and one decision.
+func elicitParams(q *gateway.Question) *mcp.ElicitParams {
+	choices := []any{decisionApprove, decisionDeny}
+	help := "approve: run it once; deny: refuse it."
+	if q.Remember > 0 {
+		choices = []any{decisionApprove, decisionApproveFor, decisionDeny}
+		help = fmt.Sprintf("approve: run it once; approve_for: run this exact action without asking for %v; deny: refuse it.", q.Remember)
+	}
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: "actiongw: " + q.Message,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"decision": map[string]any{"type": "string", "title": "Decision", "description": help, "enum": choices},
+			},
+			"required": []any{"decision"},
+		},
+	}
+}
+
+// answerOf reads the person's answer from an elicitation result.
+func answerOf(res *mcp.ElicitResult, q *gateway.Question) (gateway.Answer, error) {
+	switch res.Action {
+	case "decline":
+		return gateway.AnswerDecline, nil
+	case "cancel":
+		return gateway.AnswerCancel, nil
+	case "accept":
+	default:
+		return "", &gateway.CannotAskError{Reason: fmt.Sprintf("the client answered with the unknown action %.32q", res.Action)}
+	}
+	switch d, _ := res.Content["decision"].(string); {
+	case d == decisionApprove:
+		return gateway.AnswerApprove, nil
+	case d == decisionApproveFor && q.Remember > 0:
+		return gateway.AnswerApproveFor, nil
+	case d == decisionDeny:
+		return gateway.AnswerDecline, nil
+	}
+	return "", &gateway.CannotAskError{Reason: "the client's answer holds no decision the question offered"}
+}
