@@ -196,12 +196,13 @@ func questionKey(parts ...string) string {
 
 // shown is s as the person is shown it: as it is when every character of
 // it prints plainly on one line, else quoted with escapes, so that a line
-// break, a terminal control or a right-to-left override cannot hide a part
+// break, a terminal control, an odd space or a right-to-left override
+// (quoted in ASCII, every other character escaped) cannot hide a part
 // of the action from the person.
 func shown(s string) string {
 	for _, r := range s {
 		if !unicode.IsGraphic(r) || (unicode.IsSpace(r) && r != ' ') {
-			return strconv.QuoteToGraphic(s) + " (quoted: it holds line breaks or characters that do not print)"
+			return strconv.QuoteToASCII(s) + " (quoted: it holds line breaks or characters that do not print plainly)"
 		}
 	}
 	return s

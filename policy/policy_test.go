@@ -173,3 +173,36 @@ func FuzzMatchPath(f *testing.F) {
 		}
 	})
 }
+
+func TestListed(t *testing.T) {
+	c, err := CompileCommands("t", []string{"uptime", "df -h"}, []string{"rm "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := CompileCommands("t", nil, []string{"rm "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		c       *Commands
+		command string
+		listed  bool
+		denied  bool
+	}{
+		{c, "uptime", true, false},
+		{c, "reboot", false, false},
+		{c, "uptime; rm -rf /", false, true}, // deny wins over asking
+		{c, "", false, true},
+		{all, "reboot", true, false}, // no allow list lists everything
+		{all, "rm x", false, true},
+	}
+	for _, tt := range tests {
+		listed, err := tt.c.Listed(tt.command)
+		if listed != tt.listed || (err != nil) != tt.denied {
+			t.Errorf("Listed(%q) = %v, %v; want %v, denied %v", tt.command, listed, err, tt.listed, tt.denied)
+		}
+		if checkErr := tt.c.Check(tt.command); (checkErr == nil) != tt.listed {
+			t.Errorf("Check(%q) = %v; Listed says %v", tt.command, checkErr, tt.listed)
+		}
+	}
+}

@@ -136,3 +136,51 @@ func TestHostCertificate(t *testing.T) {
 		})
 	}
 }
+
+// TestTrustHostKey: an unknown key trusted is written once, to a file and
+// directory only the user may read, and verified from then on; a changed
+// key cannot be trusted this way.
+func TestTrustHostKey(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tg := target(s)
+	tg.KnownHostsPath = filepath.Join(t.TempDir(), "ssh", "known_hosts")
+	var hk *HostKeyError
+	if err := p.Check(ctx, tg); !errors.As(err, &hk) || !hk.Unknown() {
+		t.Fatalf("first contact: %v; want an unknown host key", err)
+	}
+	for range 2 {
+		if err := TrustHostKey(hk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(tg.KnownHostsPath)
+	if err != nil || string(b) != hk.Line+"\n" {
+		t.Fatalf("known_hosts = %q, %v; want the one line %q", b, err, hk.Line)
+	}
+	for path, want := range map[string]os.FileMode{tg.KnownHostsPath: 0o600, filepath.Dir(tg.KnownHostsPath): 0o700} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v %v; want mode %v", path, fi, err, want)
+		}
+	}
+	if _, err := p.Run(ctx, tg, Request{Command: "true"}); err != nil {
+		t.Fatalf("after trust: %v", err)
+	}
+
+	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
+	other, _ := ssh.NewSignerFromKey(otherPriv)
+	changed := target(s)
+	changed.Name = "changed"
+	changed.KnownHostsPath = filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(changed.KnownHostsPath, []byte(s.KnownHostsLine(other.PublicKey())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(ctx, changed); !errors.As(err, &hk) || hk.Unknown() {
+		t.Fatalf("changed key: %v; want a known host with another key", err)
+	}
+	if err := TrustHostKey(hk); err == nil {
+		t.Error("a changed key was trusted")
+	}
+}
