@@ -605,7 +605,7 @@ func TestServeApprovalsHostKey(t *testing.T) {
 			call := kind.start(t, s, cfg, p)
 
 			p.answers <- decided("approve")
-			if r := call("ssh_exec", map[string]any{"target": "fresh", "command": "echo first-"+kind.name}); r.IsError {
+			if r := call("ssh_exec", map[string]any{"target": "fresh", "command": "echo first-" + kind.name}); r.IsError {
 				t.Fatalf("first use: %s", resultText(r))
 			}
 			n, q := p.questions()
@@ -616,7 +616,7 @@ func TestServeApprovalsHostKey(t *testing.T) {
 			if err != nil || fi.Mode().Perm() != 0o600 {
 				t.Fatalf("known_hosts after trust: %v %v; want a file of mode 0600", fi, err)
 			}
-			if r := call("ssh_exec", map[string]any{"target": "fresh", "command": "echo second-"+kind.name}); r.IsError {
+			if r := call("ssh_exec", map[string]any{"target": "fresh", "command": "echo second-" + kind.name}); r.IsError {
 				t.Fatalf("second use: %s", resultText(r))
 			}
 			if n, _ := p.questions(); n != 1 {
@@ -628,7 +628,7 @@ func TestServeApprovalsHostKey(t *testing.T) {
 			}
 
 			p.answers <- &mcp.ElicitResult{Action: "decline"}
-			r := call("ssh_exec", map[string]any{"target": "declined", "command": "echo declined-"+kind.name})
+			r := call("ssh_exec", map[string]any{"target": "declined", "command": "echo declined-" + kind.name})
 			if !r.IsError || !strings.Contains(resultText(r), "host_key_policy") {
 				t.Errorf("declined key: %s", resultText(r))
 			}
@@ -636,7 +636,7 @@ func TestServeApprovalsHostKey(t *testing.T) {
 				t.Error("a declined key was written to known_hosts")
 			}
 
-			r = call("ssh_exec", map[string]any{"target": "changed", "command": "echo changed-"+kind.name})
+			r = call("ssh_exec", map[string]any{"target": "changed", "command": "echo changed-" + kind.name})
 			if !r.IsError || !strings.Contains(resultText(r), "changed") {
 				t.Errorf("changed key: %s", resultText(r))
 			}
@@ -646,7 +646,7 @@ func TestServeApprovalsHostKey(t *testing.T) {
 
 			p.answers <- decided("approve")
 			p.answers <- decided("approve")
-			if r := call("ssh_exec", map[string]any{"target": "both", "command": "echo both-"+kind.name}); r.IsError {
+			if r := call("ssh_exec", map[string]any{"target": "both", "command": "echo both-" + kind.name}); r.IsError {
 				t.Fatalf("both: %s", resultText(r))
 			}
 			in = intentOf(t, s.state, "echo both-"+kind.name)
