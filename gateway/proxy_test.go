@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
@@ -16,8 +17,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"crypto/tls"
 
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/proxytest"

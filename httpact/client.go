@@ -165,7 +165,9 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // e.AllowSpecialHeaders lists Accept-Encoding. With an OAuth2 kind, Do
 // sends the cached access token or fetches one, and on a 401 fetches one
 // new token and retries once; a token that cannot be fetched is
-// StatusFailed with a *TokenError in Result.Err. Every other
+// StatusFailed with a *TokenError in Result.Err, and a request that the
+// endpoint's proxy setting refuses is StatusFailed with a *ProxyError
+// (see Endpoint.Proxy). Every other
 // outcome, including connection failures, timeouts and cancellation, is a
 // Result with a nil error.
 func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {

@@ -110,8 +110,8 @@ func plainHTTP(raw string) bool {
 // ProxyFor returns the host and port of the proxy that a request to target
 // goes through with the given settings (Endpoint.Proxy and
 // Endpoint.ProxyFromEnvironment), reading this process's environment now;
-// "" for none, and for a setting a request would refuse (it then says
-// why). It names no credential: a proxy address with one is never used.
+// "" for none, and for a proxy address that is not used (a request then
+// fails, saying why), so that it never names a proxy credential.
 func ProxyFor(proxy string, fromEnv bool, target string) string {
 	u, err := url.Parse(target)
 	if err != nil {
