@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -209,6 +210,7 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 		Allow:           he.requests.Check,
 		MaxResponseBody: cfg.Server.RetainHeadBytes + cfg.Server.RetainTailBytes + c.DrainCap,
 		AllowPrivate:    c.AllowPrivate, FollowRedirects: c.FollowRedirects,
+		Proxy: c.Proxy, ProxyFromEnvironment: c.UseEnvProxy,
 		HeaderAllow: c.HeaderAllow, HeaderDeny: c.HeaderDeny, ResponseHeaders: c.ResponseHeaders,
 		AllowSpecialHeaders: c.AllowSpecialHeaders, MaxURLBytes: c.MaxURLBytes, MaxHeaderBytes: c.MaxHeaderBytes,
 		Retry: httpact.RetryPolicy{MaxAttempts: c.MaxAttempts},
@@ -292,7 +294,16 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 			func(ctx context.Context) error { return pool.Check(ctx, st.target) })
 	}
 	for name, he := range tg.http {
-		check("http", name, he.err, "connected to "+cfg.HTTP[name].BaseURL+" (no request sent)",
+		c := cfg.HTTP[name]
+		detail := "connected to " + c.BaseURL
+		switch proxy := c.ProxyAddr(); {
+		case proxy == "":
+		case strings.HasPrefix(strings.ToLower(c.BaseURL), "https:"):
+			detail += " through the proxy " + proxy + " (CONNECT)"
+		default: // Probe reaches only the proxy
+			detail = "connected to the proxy " + proxy + ", which reaches " + c.BaseURL + " for each request"
+		}
+		check("http", name, he.err, detail+" (no request sent)",
 			func(ctx context.Context) error { return client.Probe(ctx, he.endpoint) })
 	}
 	wg.Wait()

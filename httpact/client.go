@@ -82,6 +82,7 @@ type transportKey struct {
 	allowPrivate bool
 	roots        *x509.CertPool
 	clientCert   *tls.Certificate
+	proxy        proxySetting
 }
 
 // NewClient returns a Client that logs to logger (nil: no logs).
@@ -113,9 +114,10 @@ func (c *Client) Close() {
 }
 
 // transport returns the endpoint's pool, replacing it if the endpoint's
-// origin, address policy or TLS settings changed.
+// origin, address policy, TLS or proxy settings changed.
 func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
-	key := transportKey{origin: origin(base), allowPrivate: e.AllowPrivate, roots: e.RootCAs, clientCert: e.ClientCert}
+	key := transportKey{origin: origin(base), allowPrivate: e.AllowPrivate, roots: e.RootCAs, clientCert: e.ClientCert,
+		proxy: e.proxySetting()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.transports[e.Name]; ok {
@@ -124,10 +126,15 @@ func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
 		}
 		p.tr.CloseIdleConnections()
 	}
-	g := &guard{allowPrivate: e.AllowPrivate, lookup: c.lookup, dial: c.dial}
+	route := newProxyRoute(key.proxy, e.AllowPrivate)
 	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would dial an address the guard never saw
-		DialContext:           g.DialContext,
+		// A proxy is only ever the endpoint's own, from configuration:
+		// the agent has no say in it.
+		Proxy:       func(r *http.Request) (*url.URL, error) { return route.forURL(r.URL) },
+		DialContext: c.dialer(e.AllowPrivate, route),
+		OnProxyConnectResponse: func(_ context.Context, p *url.URL, r *http.Request, resp *http.Response) error {
+			return connectAnswered(p.Host, r.Host, resp)
+		},
 		ForceAttemptHTTP2:     true,
 		TLSClientConfig:       e.tlsConfig(),
 		TLSHandshakeTimeout:   10 * time.Second,
@@ -158,7 +165,9 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // e.AllowSpecialHeaders lists Accept-Encoding. With an OAuth2 kind, Do
 // sends the cached access token or fetches one, and on a 401 fetches one
 // new token and retries once; a token that cannot be fetched is
-// StatusFailed with a *TokenError in Result.Err. Every other
+// StatusFailed with a *TokenError in Result.Err, and a request that the
+// endpoint's proxy setting refuses is StatusFailed with a *ProxyError
+// (see Endpoint.Proxy). Every other
 // outcome, including connection failures, timeouts and cancellation, is a
 // Result with a nil error.
 func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer) (*Result, error) {

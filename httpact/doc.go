@@ -29,11 +29,20 @@
 // an io.Writer up to a byte budget; past it the request is abandoned and the
 // result says so.
 //
+// An endpoint may go through an HTTP proxy, its own (Endpoint.Proxy) or the
+// environment's (Endpoint.ProxyFromEnvironment), never one the agent names.
+// An https request crosses it inside a CONNECT tunnel, so the proxy sees
+// only the host and port; a plain http request with a credential is
+// refused. The proxy's address is dialled through the guard with private
+// addresses allowed; the proxy resolves the endpoint's host, so only a
+// literal address or a localhost name in it is checked against the denied
+// ranges.
+//
 // The OAuth2 auth kinds fetch an access token (golang.org/x/oauth2) through
-// the endpoint's own guarded transport, cache it per endpoint until shortly
-// before its expiry, hand every token to the caller's OAuth2.OnToken before
-// it is sent (so that its redactor knows it), and on a 401 fetch one new
-// token and retry once.
+// the endpoint's own guarded transport and proxy, cache it per endpoint
+// until shortly before its expiry, hand every token to the caller's
+// OAuth2.OnToken before it is sent (so that its redactor knows it), and on
+// a 401 fetch one new token and retry once.
 //
 // Errors and logs never contain a header value, a query string or userinfo.
 package httpact

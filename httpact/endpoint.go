@@ -3,6 +3,7 @@ package httpact
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -89,6 +90,23 @@ type Endpoint struct {
 	// certificate (mutual TLS), on this endpoint's connections only;
 	// LoadClientCert builds it. Nil presents none.
 	ClientCert *tls.Certificate
+	// Proxy is an HTTP proxy, "http://host:port" (CheckProxyURL), that
+	// every request of the endpoint and every fetch of its OAuth2 token go
+	// through. An https request crosses it inside a CONNECT tunnel, so the
+	// proxy sees only the host and port, never a header or the
+	// credential; a plain http request with a credential is refused
+	// (CheckProxy). The proxy resolves the host: the address guard checks
+	// the proxy's own address (loopback and private allowed) and a literal
+	// address in the URL, nothing else. "" uses none, unless
+	// ProxyFromEnvironment.
+	Proxy string
+	// ProxyFromEnvironment takes the proxy from this process's
+	// environment, read when the endpoint's transport is built:
+	// HTTPS_PROXY for https URLs, HTTP_PROXY for http ones, each in the
+	// form Proxy takes (or "host:port"), except for the hosts NO_PROXY
+	// lists and loopback, which are reached directly through the guard.
+	// Not together with Proxy. False uses no proxy from the environment.
+	ProxyFromEnvironment bool
 }
 
 // RetryPolicy bounds retries. Only idempotent requests (GET, HEAD, OPTIONS,
@@ -240,6 +258,14 @@ func (e *Endpoint) validate() (*url.URL, error) {
 	}
 	if e.Auth.OAuth2 != nil && e.Auth.Kind != AuthOAuth2ClientCredentials && e.Auth.Kind != AuthOAuth2RefreshToken {
 		return bad("auth", "kind %q takes no OAuth2 settings", e.Auth.Kind)
+	}
+	tokenURL := ""
+	if e.Auth.OAuth2 != nil {
+		tokenURL = e.Auth.OAuth2.TokenURL
+	}
+	var pe *EndpointError
+	if errors.As(CheckProxy(e.Proxy, e.ProxyFromEnvironment, e.BaseURL, tokenURL, e.Auth.Kind), &pe) {
+		return bad(pe.Field, "%s", pe.Reason)
 	}
 	return base, nil
 }

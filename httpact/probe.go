@@ -8,10 +8,13 @@ import (
 )
 
 // Probe connects to e's origin as a request would, through the same address
-// guard, and completes the TLS handshake for https, then hangs up without
-// sending a request or a credential: what `actiongw check` reports for an
-// endpoint. A denied address is a *BlockedAddressError; an invalid endpoint
-// an *EndpointError.
+// guard and the same proxy, and completes the TLS handshake for https, then
+// hangs up without sending a request or a credential: what `actiongw check`
+// reports for an endpoint. Through a proxy, an https origin is reached with
+// CONNECT; for a plain http one only the proxy is connected to, since the
+// proxy connects to the origin for each request. A denied address is a
+// *BlockedAddressError; an invalid endpoint an *EndpointError; a proxy
+// setting a request would refuse a *ProxyError.
 func (c *Client) Probe(ctx context.Context, e *Endpoint) error {
 	base, err := e.validate()
 	if err != nil {
@@ -19,12 +22,25 @@ func (c *Client) Probe(ctx context.Context, e *Endpoint) error {
 	}
 	o := origin(base)
 	hostport := o[strings.Index(o, "://")+3:]
-	g := &guard{allowPrivate: e.AllowPrivate, lookup: c.lookup, dial: c.dial}
-	conn, err := g.DialContext(ctx, "tcp", hostport)
+	route := newProxyRoute(e.proxySetting(), e.AllowPrivate)
+	proxy, err := route.forURL(base)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", o, err)
+	}
+	addr := hostport
+	if proxy != nil {
+		addr = proxy.Host
+	}
+	conn, err := c.dialer(e.AllowPrivate, route)(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", o, err)
 	}
 	defer conn.Close()
+	if proxy != nil && base.Scheme == "https" {
+		if err := connectTunnel(ctx, conn, proxy.Host, hostport); err != nil {
+			return fmt.Errorf("connect to %s: %w", o, err)
+		}
+	}
 	if base.Scheme != "https" {
 		return nil
 	}

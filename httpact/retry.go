@@ -110,6 +110,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 func retryableError(err error) bool {
 	var (
 		blocked   *BlockedAddressError
+		proxy     *ProxyError
 		verify    *tls.CertificateVerificationError
 		unknownCA x509.UnknownAuthorityError
 		hostname  x509.HostnameError
@@ -117,7 +118,7 @@ func retryableError(err error) bool {
 	)
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &blocked), errors.As(err, &verify), errors.As(err, &unknownCA),
+		errors.As(err, &blocked), errors.As(err, &proxy), errors.As(err, &verify), errors.As(err, &unknownCA),
 		errors.As(err, &hostname), errors.As(err, &invalid):
 		return false
 	}

@@ -55,6 +55,9 @@ type httpEndpointInfo struct {
 	Description string   `json:"description"`
 	BaseURL     string   `json:"base_url"`
 	Methods     []string `json:"methods"`
+	// Proxy is the host and port of the HTTP proxy the requests go
+	// through, set by configuration only.
+	Proxy string `json:"proxy,omitempty"`
 }
 
 type groupInfo struct {
@@ -111,7 +114,8 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 	}
 	for _, name := range sortedNames(cfg.HTTP) {
 		e := cfg.HTTP[name]
-		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods})
+		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods,
+			Proxy: e.ProxyAddr()})
 	}
 	for _, name := range sortedNames(cfg.Group) {
 		targets, _ := cfg.Targets(cfg.Group[name].Targets) // checked when the config loaded

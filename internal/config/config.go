@@ -332,6 +332,15 @@ type HTTPEndpoint struct {
 	// presents none.
 	ClientCert      string `toml:"client_cert"`
 	ClientKeySecret string `toml:"client_key_secret"`
+	// Proxy is an HTTP proxy, "http://host:port" without a user name or
+	// password, that the endpoint's requests and its OAuth2 token fetches
+	// go through; an https request crosses it inside CONNECT, so it sees
+	// only the host and port. Empty uses none, unless UseEnvProxy.
+	Proxy string `toml:"proxy"`
+	// UseEnvProxy takes the proxy from serve's environment: HTTPS_PROXY
+	// for https, HTTP_PROXY for http, except the hosts NO_PROXY lists and
+	// loopback. Not with Proxy.
+	UseEnvProxy bool `toml:"use_env_proxy"`
 	// FollowRedirects is "none" or "same-origin".
 	FollowRedirects string `toml:"follow_redirects" default:"none"`
 
@@ -1048,6 +1057,10 @@ func (c *Config) Validate() error {
 				bad(f+".token_url", "%v", err)
 			}
 		}
+		var pe *httpact.EndpointError
+		if errors.As(httpact.CheckProxy(e.Proxy, e.UseEnvProxy, e.BaseURL, e.TokenURL, e.Auth), &pe) {
+			bad(f+"."+pe.Field, "%s", pe.Reason)
+		}
 		switch e.FollowRedirects {
 		case "none", "same-origin":
 		default:
@@ -1145,6 +1158,13 @@ func checkNoInline(prefix string, values ...string) []error {
 
 func looksInline(v string) bool {
 	return strings.Contains(v, "-----BEGIN") || strings.Contains(v, "PRIVATE KEY")
+}
+
+// ProxyAddr returns the host and port of the proxy that a request to the
+// endpoint's base URL goes through ("" for none), reading the environment
+// for UseEnvProxy.
+func (e *HTTPEndpoint) ProxyAddr() string {
+	return httpact.ProxyFor(e.Proxy, e.UseEnvProxy, e.BaseURL)
 }
 
 // SecretNames returns every keyring item the config references, sorted and

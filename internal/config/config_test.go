@@ -526,3 +526,49 @@ refresh_token_secret = "rt-token"
 		t.Errorf("SecretNames() = %s; want %s", got, want)
 	}
 }
+
+func TestProxyConfig(t *testing.T) {
+	const bearer = "auth = \"bearer\"\ntoken_secret = \"t\"\n"
+	tests := []struct {
+		name, base, keys string
+		want             string // "" for success, else part of the error
+		addr             string // ProxyAddr when it loads
+	}{
+		{"proxy", "https://x", "proxy = \"http://127.0.0.1:3128\"\n" + bearer, "", "127.0.0.1:3128"},
+		{"plain http without a credential", "http://x", "proxy = \"http://proxy.corp:8080\"\n", "", "proxy.corp:8080"},
+		{"from the environment", "https://x", "use_env_proxy = true\n" + bearer, "", "env.proxy:3128"},
+		{"both", "https://x", "proxy = \"http://127.0.0.1:3128\"\nuse_env_proxy = true\n",
+			"line 3: http.api.proxy: set either proxy or use_env_proxy, not both", ""},
+		{"a password", "https://x", "proxy = \"http://me:hunter2@127.0.0.1:3128\"\n",
+			"line 3: http.api.proxy: must not contain a user name or password", ""},
+		{"https proxy", "https://x", "proxy = \"https://127.0.0.1:3128\"\n", "http.api.proxy: must start with http://", ""},
+		{"no port", "https://x", "proxy = \"http://proxy.corp\"\n", "http.api.proxy: must name a port", ""},
+		{"plain http with a credential", "http://x", "proxy = \"http://127.0.0.1:3128\"\n" + bearer,
+			"http.api.proxy: the base_url is plain http://", ""},
+		{"plain http token url", "https://x", "proxy = \"http://127.0.0.1:3128\"\nallow_private = true\n" +
+			"auth = \"oauth2_client_credentials\"\ntoken_url = \"http://127.0.0.1:9/token\"\nclient_id = \"c\"\nclient_secret_secret = \"cs\"\n",
+			"http.api.token_url: is plain http://", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("https_proxy", "")
+			t.Setenv("HTTPS_PROXY", "http://env.proxy:3128")
+			cfg, err := Parse([]byte("[http.api]\nbase_url = \"" + tt.base + "\"\n" + tt.keys))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Parse = %v; want nil", err)
+				}
+				if got := cfg.HTTP["api"].ProxyAddr(); got != tt.addr {
+					t.Errorf("ProxyAddr() = %q; want %q", got, tt.addr)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse = %v; want an error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("Parse error %q quotes the proxy password", err)
+			}
+		})
+	}
+}
