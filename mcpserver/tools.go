@@ -48,6 +48,9 @@ type sshTargetInfo struct {
 	// AllowPaths are where ssh_download and ssh_upload may go; none means
 	// no file transfers on this target.
 	AllowPaths []string `json:"allow_paths,omitempty"`
+	// Approve is "unlisted" or "always" when a person at the client is
+	// asked before commands run ("never" is left out).
+	Approve string `json:"approve,omitempty"`
 }
 
 type httpEndpointInfo struct {
@@ -58,6 +61,9 @@ type httpEndpointInfo struct {
 	// Proxy is the host and port of the HTTP proxy the requests go
 	// through, set by configuration only.
 	Proxy string `json:"proxy,omitempty"`
+	// ApproveMethods are the methods whose requests a person at the
+	// client is asked about first.
+	ApproveMethods []string `json:"approve_methods,omitempty"`
 }
 
 type groupInfo struct {
@@ -110,12 +116,16 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 	}
 	for _, name := range sortedNames(cfg.SSH) {
 		t := cfg.SSH[name]
-		out.SSH = append(out.SSH, sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host, AllowPaths: t.AllowPaths})
+		info := sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host, AllowPaths: t.AllowPaths}
+		if t.Approve != config.ApproveNever {
+			info.Approve = t.Approve
+		}
+		out.SSH = append(out.SSH, info)
 	}
 	for _, name := range sortedNames(cfg.HTTP) {
 		e := cfg.HTTP[name]
 		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods,
-			Proxy: e.ProxyAddr()})
+			Proxy: e.ProxyAddr(), ApproveMethods: e.ApproveMethods})
 	}
 	for _, name := range sortedNames(cfg.Group) {
 		targets, _ := cfg.Targets(cfg.Group[name].Targets) // checked when the config loaded
