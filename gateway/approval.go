@@ -260,8 +260,8 @@ func sha256Hex(s string) string {
 
 // asksHostKey reports whether the target asks a person about an unknown
 // host key (host_key_policy = "ask").
-func (s *state) asksHostKey(target string) bool {
-	t := s.cfg.SSH[target]
+func asksHostKey(cfg *config.Config, target string) bool {
+	t := cfg.SSH[target]
 	return t != nil && t.HostKeyPolicy == "ask"
 }
 

@@ -247,7 +247,7 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		if err != nil {
 			defer undo()
 			var hk *sshexec.HostKeyError
-			if errors.As(err, &hk) && hk.Unknown() && s.asksHostKey(hk.Target) && ctx.Err() == nil {
+			if errors.As(err, &hk) && hk.Unknown() && asksHostKey(s.cfg, hk.Target) && ctx.Err() == nil {
 				return nil, nil, nil, hk
 			}
 			return nil, nil, g.notStarted(dctx, c, intent, err), nil

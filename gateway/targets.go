@@ -291,7 +291,13 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 	for name, st := range tg.ssh {
 		t := cfg.SSH[name]
 		check("ssh", name, st.err, fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port),
-			func(ctx context.Context) error { return pool.Check(ctx, st.target) })
+			func(ctx context.Context) error {
+				err := pool.Check(ctx, st.target)
+				if hk := (*sshexec.HostKeyError)(nil); errors.As(err, &hk) && hk.Unknown() && asksHostKey(cfg, hk.Target) {
+					return fmt.Errorf("%w; with host_key_policy = \"ask\", the first call shows this key to the person at the MCP client, who may trust it", err)
+				}
+				return err
+			})
 	}
 	for name, he := range tg.http {
 		c := cfg.HTTP[name]

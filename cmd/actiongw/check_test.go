@@ -103,6 +103,8 @@ func TestCheck(t *testing.T) {
 			[]string{"http api", "FAIL", "loopback"}},
 		{"changed host key", target("box", wrongKnown, "box-key"), 1,
 			[]string{"ssh box", "FAIL", sshd.Fingerprint()}},
+		{"unknown host key a person is asked about", target("box", filepath.Join(t.TempDir(), "none"), "box-key") + "host_key_policy = \"ask\"\n", 1,
+			[]string{"ssh box", "FAIL", "is unknown", sshd.Fingerprint(), `host_key_policy = "ask"`, "the person at the MCP client"}},
 		{"missing secret", target("box", sshd.KnownHosts, "no-such-key"), 1,
 			[]string{"secret no-such-key", "FAIL", "actiongw secret set no-such-key"}},
 		{"token stored as the key", target("box", sshd.KnownHosts, "box-token"), 1,
