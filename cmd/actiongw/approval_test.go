@@ -25,25 +25,11 @@ import (
 
 // approvalTables are the targets the approval tests ask about: "ask"
 // runs a listed command and asks for the rest (deny rules still deny),
-// "always" asks for everything, "post" asks before a POST.
-const approvalTables = `
-# Commands touch files in @USERDIR@, which the login user owns.
-[ssh.ask]
-host = "127.0.0.1"
-port = @PORT@
-user = "@USER@"
-key_secret = "box-key"
-known_hosts = "@KNOWN_HOSTS@"
-approve = "unlisted"
+// "always" asks for everything, "post" asks before a POST. Commands touch
+// files in @USERDIR@, which the login user owns.
+var approvalTables = fleetTarget("ask", `approve = "unlisted"
 allow_commands = ["echo listed"]
-deny_commands = ["rm "]
-[ssh.always]
-host = "127.0.0.1"
-port = @PORT@
-user = "@USER@"
-key_secret = "box-key"
-known_hosts = "@KNOWN_HOSTS@"
-approve = "always"
+deny_commands = ["rm "]`) + fleetTarget("always", `approve = "always"`) + `
 [http.post]
 base_url = "@API@"
 methods = ["GET", "POST"]
@@ -54,6 +40,7 @@ allow_private = true
 [approval]
 timeout = "2m"
 remember = "10m"
+# @USERDIR@
 `
 
 // person answers the questions of an approval test's client: each answer
