@@ -65,14 +65,22 @@ func TestDemo(t *testing.T) {
 		"returned at once: status running, handle out_",
 		`read_output (wait_s 10) → "deploy step 3\n"`,
 		"cancel_action → status cancelled, remote_stopped true",
-		"demo passed: 10 steps in ",
+		"the server asks the person at the client (elicitation/create):\n" +
+			`     | actiongw: Send this request to HTTP endpoint "demo-api" (http://127.0.0.1:`,
+		"     | POST /deploy\n",
+		`     | {"service":"web","version":"1.4.2"}` + "\n     decision [approve | deny] → the person picks approve\n",
+		`approved, so it was sent: HTTP 202 in `,
+		`     | {"service":"web","version":"1.5.0-rc1"}` + "\n     decision [approve | deny] → the person picks deny\n",
+		"the person at the client declined it (approve_methods)",
+		"audit log outcome: status denied, rule approve_methods, no HTTP status",
+		"demo passed: 11 steps in ",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the transcript lacks %q", want)
 		}
 	}
-	if strings.Count(stdout.String(), "   ok, ") != 10 {
-		t.Errorf("got %d steps ok; want 10", strings.Count(stdout.String(), "   ok, "))
+	if strings.Count(stdout.String(), "   ok, ") != 11 {
+		t.Errorf("got %d steps ok; want 11", strings.Count(stdout.String(), "   ok, "))
 	}
 	if stderr.Len() != 0 {
 		t.Errorf("got stderr %q; want none when the demo passes", stderr.String())
@@ -181,6 +189,16 @@ func TestServeDemoSDKClient(t *testing.T) {
 	call("http_request", map[string]any{"endpoint": "demo-api", "method": "GET", "path": "/echo"}, &web)
 	if web.HTTPStatus != 200 || !strings.Contains(web.Body.Head, "Authorization: Bearer [REDACTED:demo-api-token]\n") {
 		t.Errorf("http_request: got HTTP %d, body %q; want 200 with the token redacted", web.HTTPStatus, web.Body.Head)
+	}
+	// A POST asks the person at the client first; this client declared
+	// no elicitation, so nobody can approve it and it is refused.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "http_request", Arguments: map[string]any{
+		"endpoint": "demo-api", "method": "POST", "path": "/deploy", "json": map[string]any{"service": "web", "version": "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(res); !res.IsError || !strings.Contains(text, "(approve_methods)") || !strings.Contains(text, "no elicitation support") {
+		t.Errorf("POST without a person to ask: got %q (error %v); want a refusal naming approve_methods", text, res.IsError)
 	}
 }
 

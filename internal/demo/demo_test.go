@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,6 +107,9 @@ func TestConfig(t *testing.T) {
 	}
 	if s.KeySecret != demo.KeySecret || h.TokenSecret != demo.TokenSecret || h.Auth != "bearer" || !h.AllowPrivate {
 		t.Errorf("got key_secret %q, token_secret %q, auth %q, allow_private %v", s.KeySecret, h.TokenSecret, h.Auth, h.AllowPrivate)
+	}
+	if !slices.Equal(h.Methods, []string{"GET", "POST"}) || !slices.Equal(h.ApproveMethods, []string{"POST"}) {
+		t.Errorf("got methods %q, approve_methods %q; want GET and POST, and a POST approved by a person first", h.Methods, h.ApproveMethods)
 	}
 	if !strings.HasPrefix(s.HostKey, "SHA256:") {
 		t.Errorf("got host_key %q; want a pinned fingerprint", s.HostKey)
@@ -426,20 +430,29 @@ func TestHTTPAPI(t *testing.T) {
 	token := string(secret(t, sb, demo.TokenSecret))
 	cases := []struct {
 		name, path, auth string
+		post             string // the body of a POST; empty: a GET
 		status           int
 		body             string // a line the body must hold
 	}{
-		{"echo", "/echo?q=1", "Bearer " + token, 200, "Authorization: Bearer " + token},
-		{"echo request line", "/echo?q=1", "Bearer " + token, 200, "GET /echo?q=1 HTTP/1.1"},
-		{"index", "/", "Bearer " + token, 200, "GET /echo"},
-		{"slow", "/slow?lines=3", "Bearer " + token, 200, "line 3 of 3"},
-		{"slow bounded", "/slow?lines=601", "Bearer " + token, 400, "lines must be 1-600"},
-		{"no token", "/echo", "", 401, "missing or wrong bearer token"},
-		{"wrong token", "/echo", "Bearer " + token + "x", 401, "missing or wrong bearer token"},
-		{"unknown path", "/nope", "Bearer " + token, 404, ""},
+		{"echo", "/echo?q=1", "Bearer " + token, "", 200, "Authorization: Bearer " + token},
+		{"echo request line", "/echo?q=1", "Bearer " + token, "", 200, "GET /echo?q=1 HTTP/1.1"},
+		{"index", "/", "Bearer " + token, "", 200, "GET /echo"},
+		{"slow", "/slow?lines=3", "Bearer " + token, "", 200, "line 3 of 3"},
+		{"slow bounded", "/slow?lines=601", "Bearer " + token, "", 400, "lines must be 1-600"},
+		{"deploy", "/deploy", "Bearer " + token, `{"service":"web","version":"1.4.2"}`, 202, "deploy of web 1.4.2 accepted"},
+		{"deploy without a version", "/deploy", "Bearer " + token, `{"service":"web"}`, 400, "the body must be JSON"},
+		{"deploy too large", "/deploy", "Bearer " + token, `{"service":"` + strings.Repeat("w", 5000) + `","version":"1"}`, 400, "the body must be JSON"},
+		{"deploy by GET", "/deploy", "Bearer " + token, "", 405, ""},
+		{"no token", "/echo", "", "", 401, "missing or wrong bearer token"},
+		{"deploy without a token", "/deploy", "", `{"service":"web","version":"1.4.2"}`, 401, "missing or wrong bearer token"},
+		{"wrong token", "/echo", "Bearer " + token + "x", "", 401, "missing or wrong bearer token"},
+		{"unknown path", "/nope", "Bearer " + token, "", 404, ""},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequestWithContext(t.Context(), "GET", base+c.path, nil)
+		if c.post != "" {
+			req, _ = http.NewRequestWithContext(t.Context(), "POST", base+c.path, strings.NewReader(c.post))
+		}
 		if c.auth != "" {
 			req.Header.Set("Authorization", c.auth)
 		}

@@ -3,8 +3,10 @@ package demo
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -93,11 +95,34 @@ func apiMux() *http.ServeMux {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "actiongw demo API (loopback only)\n"+
 			"GET /echo         your request line and headers, as this server received them\n"+
-			"GET /slow?lines=N N lines, one every 100 ms (at most 600)\n")
+			"GET /slow?lines=N N lines, one every 100 ms (at most 600)\n"+
+			"POST /deploy      a pretend deploy of the JSON body's service and version\n")
 	})
 	mux.HandleFunc("GET /echo", echo)
 	mux.HandleFunc("GET /slow", slow)
+	mux.HandleFunc("POST /deploy", deploy)
 	return mux
+}
+
+// deployBodyBytes bounds the body of POST /deploy.
+const deployBodyBytes = 4 << 10
+
+// deploy pretends to deploy what its JSON body names: it answers 202 and
+// changes nothing. It stands for a request that changes something, which
+// the sandbox has the person at the MCP client approve first.
+func deploy(w http.ResponseWriter, r *http.Request) {
+	var d struct{ Service, Version string }
+	// Not http.MaxBytesReader: over its limit the server closes the
+	// connection, waiting half a second in a goroutine that close does
+	// not wait for.
+	err := json.NewDecoder(io.LimitReader(r.Body, deployBodyBytes)).Decode(&d)
+	if err != nil || d.Service == "" || d.Version == "" {
+		http.Error(w, `the body must be JSON {"service":"…","version":"…"}`, http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusAccepted)
+	fmt.Fprintf(w, "deploy of %s %s accepted (a demo: nothing changes)\n", d.Service, d.Version)
 }
 
 // echo returns the request line and headers as received: the credential

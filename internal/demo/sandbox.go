@@ -121,11 +121,16 @@ func Start(ctx context.Context, logger *slog.Logger) (*Sandbox, error) {
 		HostKey:     ssh.FingerprintSHA256(hostKey.PublicKey()),
 	}
 	cfg.HTTP[HTTPEndpoint] = &config.HTTPEndpoint{
-		Description:  "demo API on 127.0.0.1: GET /echo returns the request's headers, GET /slow?lines=N streams N lines",
-		BaseURL:      sb.api.url(),
-		Auth:         "bearer",
-		TokenSecret:  TokenSecret,
-		AllowPrivate: true,
+		Description: "demo API on 127.0.0.1: GET /echo returns the request's headers, GET /slow?lines=N streams N lines, " +
+			`POST /deploy {"service":"…","version":"…"} pretends to deploy (a POST asks the person at the MCP client first)`,
+		BaseURL: sb.api.url(),
+		Methods: []string{"GET", "POST"},
+		// A POST asks the person at the client first (MCP elicitation):
+		// the demo shows one approved and one declined.
+		ApproveMethods: []string{"POST"},
+		Auth:           "bearer",
+		TokenSecret:    TokenSecret,
+		AllowPrivate:   true,
 	}
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -78,11 +78,12 @@ func Run(ctx context.Context, o Options) error {
 	cmd := exec.Command(o.Executable, "serve", "-demo")
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.Stderr = serverLog
-	client, err := mcphost.Start(ctx, cmd, mcphost.Options{Name: "actiongw-demo", Version: o.Version})
+	d := &demoRun{out: o.Stdout, tmp: tmp, start: time.Now(), answers: make(chan *mcp.ElicitResult, 1)}
+	client, err := mcphost.Start(ctx, cmd, mcphost.Options{Name: "actiongw-demo", Version: o.Version, OnElicit: d.ask})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	d := &demoRun{out: o.Stdout, client: client, tmp: tmp, start: time.Now()}
+	d.client = client
 	err = d.run(ctx)
 	if closeErr := client.Close(); err == nil && closeErr != nil {
 		err = fmt.Errorf("serve process: %w", closeErr)
@@ -109,7 +110,11 @@ type demoRun struct {
 	start  time.Time
 	n      int // steps begun
 
-	mu sync.Mutex // the transcript: progress lines come from the dispatch goroutine
+	mu sync.Mutex // the transcript: progress lines and questions come from the client's goroutines
+
+	// answers holds what the person answers to the next question; a
+	// question with none planned fails its step.
+	answers chan *mcp.ElicitResult
 
 	bigHandle string
 	bigBytes  int64
@@ -137,6 +142,7 @@ func (d *demoRun) run(ctx context.Context) error {
 		{"read_output: pages of that output by handle", d.readOutput},
 		{"search_output: find a line in it", d.searchOutput},
 		{"http_request: the server injects the API token", d.httpEcho},
+		{"http_request: a POST waits for the person at the client to approve it", d.approval},
 		{"ssh_exec: a slow command, cancelled mid-output", d.cancelSlow},
 		{"a second request after the cancel", d.secondRequest},
 		{"a long action: started in the background, followed, cancelled by handle", d.background},
@@ -287,6 +293,97 @@ func (d *demoRun) httpEcho(ctx context.Context) error {
 	return nil
 }
 
+// deploy sends the demo API a POST /deploy of version, which asks the
+// person first, and has the person pick decision.
+func (d *demoRun) deploy(ctx context.Context, version, decision string) (*mcp.CallToolResult, error) {
+	body := map[string]any{"service": "web", "version": version}
+	shown, _ := json.Marshal(body)
+	d.printf("   POST /deploy %s\n", shown)
+	d.answers <- decided(decision)
+	res, err := d.client.CallTool(ctx, "http_request", map[string]any{"endpoint": demo.HTTPEndpoint, "method": "POST", "path": "/deploy", "json": body}, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The answer is still there when the server did not ask.
+	select {
+	case <-d.answers:
+		return nil, errors.New("the server sent the POST without asking the person")
+	default:
+	}
+	return res, nil
+}
+
+func (d *demoRun) approval(ctx context.Context) error {
+	d.printf("   (%s has approve_methods = [\"POST\"]: the server asks the person at the client first)\n", demo.HTTPEndpoint)
+	res, err := d.deploy(ctx, "1.4.2", "approve")
+	if err != nil {
+		return err
+	}
+	var out gateway.HTTPRequestOutput
+	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &out) != nil || res.IsError {
+		return fmt.Errorf("the approved POST: %s", toolText(res))
+	}
+	if want := "deploy of web 1.4.2 accepted"; out.HTTPStatus != 202 || !strings.HasPrefix(out.Body.Head, want) {
+		return fmt.Errorf("got HTTP %d, body %q; want 202 and %q", out.HTTPStatus, out.Body.Head, want)
+	}
+	d.printf("   approved, so it was sent: HTTP %d in %s, %q\n\n", out.HTTPStatus, millis(time.Duration(out.DurationMS)*time.Millisecond), out.Body.Head)
+
+	if res, err = d.deploy(ctx, "1.5.0-rc1", "deny"); err != nil {
+		return err
+	}
+	if text := toolText(res); !res.IsError || !strings.Contains(text, "declined") {
+		return fmt.Errorf("got %q (error %v); want the call refused, declined by the person", text, res.IsError)
+	}
+	d.printf("   the agent gets an error result: %s\n", toolText(res))
+	rec, err := d.outcome(ctx, func(r *audit.Record) bool { return r.Path == "/deploy" })
+	if err != nil {
+		return err
+	}
+	if rec.Status != "denied" || rec.Rule != "approve_methods" || rec.HTTPStatus != 0 {
+		return fmt.Errorf("got outcome status %q, rule %q, HTTP status %d; want denied under approve_methods, nothing sent", rec.Status, rec.Rule, rec.HTTPStatus)
+	}
+	d.printf("   audit log outcome: status %s, rule %s, no HTTP status: nothing was sent\n", rec.Status, rec.Rule)
+	return nil
+}
+
+// ask is the person at the demo's client (mcphost.Options.OnElicit): it
+// shows the question as a client would, and gives the answer the step
+// planned.
+func (d *demoRun) ask(ctx context.Context, q *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "   the server asks the person at the client (elicitation/create):\n")
+	for _, line := range strings.Split(strings.TrimRight(q.Message, "\n"), "\n") {
+		fmt.Fprintln(d.out, strings.TrimRight("     | "+line, " "))
+	}
+	select {
+	case a := <-d.answers:
+		fmt.Fprintf(d.out, "     decision %s → the person picks %s\n", choices(q.RequestedSchema), a.Content["decision"])
+		return a, nil
+	default:
+		return nil, errors.New("the demo planned no answer to this question")
+	}
+}
+
+// decided is the answer of a person who picks decision in the form.
+func decided(decision string) *mcp.ElicitResult {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision}}
+}
+
+// choices shows the values a question's form offers for its decision.
+func choices(schema any) string {
+	var form struct {
+		Properties struct {
+			Decision struct {
+				Enum []string `json:"enum"`
+			} `json:"decision"`
+		} `json:"properties"`
+	}
+	b, _ := json.Marshal(schema)
+	json.Unmarshal(b, &form)
+	return "[" + strings.Join(form.Properties.Decision.Enum, " | ") + "]"
+}
+
 func (d *demoRun) cancelSlow(ctx context.Context) error {
 	pidFile := filepath.Join(d.tmp, "slow.pid")
 	command := fmt.Sprintf("echo $$ > %s; for i in $(seq 1 %d); do echo tick $i; sleep 0.05; done", pidFile, slowTicks)
@@ -317,7 +414,7 @@ func (d *demoRun) cancelSlow(ctx context.Context) error {
 		return err
 	}
 	d.printf("   process group %d gone %s after the cancel\n", pid, millis(time.Since(cancelled)))
-	rec, err := d.outcome(ctx, command)
+	rec, err := d.outcome(ctx, func(r *audit.Record) bool { return r.Command == command })
 	if err != nil {
 		return err
 	}
@@ -500,42 +597,43 @@ func (d *demoRun) progressPrinter(verb string) mcphost.ProgressFunc {
 }
 
 // outcome finds, in the serve process's audit log, the outcome record of
-// the action that ran command.
-func (d *demoRun) outcome(ctx context.Context, command string) (*audit.Record, error) {
+// the last action whose intent is one it wants.
+func (d *demoRun) outcome(ctx context.Context, wants func(*audit.Record) bool) (*audit.Record, error) {
 	for {
 		logs, _ := filepath.Glob(filepath.Join(d.tmp, "actiongw-demo-*", "audit.jsonl"))
 		if len(logs) == 1 {
-			if rec := findOutcome(logs[0], command); rec != nil {
+			if rec := findOutcome(logs[0], wants); rec != nil {
 				return rec, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no outcome record for the command in the serve process's audit log")
+			return nil, fmt.Errorf("no outcome record for the action in the serve process's audit log")
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-func findOutcome(path, command string) *audit.Record {
+func findOutcome(path string, wants func(*audit.Record) bool) *audit.Record {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
 	handle := ""
+	outcomes := map[string]*audit.Record{}
 	for _, line := range strings.Split(string(data), "\n") {
 		var r audit.Record
 		if json.Unmarshal([]byte(line), &r) != nil {
 			continue
 		}
 		switch {
-		case r.Kind == "intent" && r.Command == command:
+		case r.Kind == audit.KindIntent && wants(&r):
 			handle = r.Handle
-		case r.Kind == "outcome" && handle != "" && r.Handle == handle:
-			return &r
+		case r.Kind == audit.KindOutcome:
+			outcomes[r.Handle] = &r
 		}
 	}
-	return nil
+	return outcomes[handle]
 }
 
 // checkCleanedUp reports whether the serve process removed its state
