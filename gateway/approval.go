@@ -37,8 +37,7 @@ type Approver interface {
 
 // Question is what a person is asked before an action runs.
 type Question struct {
-	// Asked is what it is about: "command", "request" or "host_key".
-	Asked string
+	Asked Asked
 	// Target names the SSH target or HTTP endpoint.
 	Target string
 	// Message is the whole text shown: the target and the exact action.
@@ -48,12 +47,27 @@ type Question struct {
 	Remember time.Duration
 	// Timeout is how long the person has to answer.
 	Timeout time.Duration
-	// Key identifies the exact action (or host key) asked about: two
-	// questions with one Key are the same question.
+	// Key identifies the exact action (or host key) asked about, where it
+	// goes and the configuration it is asked under: two questions with one
+	// Key are the same question.
 	Key string
 	// Fingerprint is the SHA256 fingerprint of a host key asked about.
 	Fingerprint string
+	// NowOnly is set when the question cannot go back with the call's
+	// result (ErrAskLater): the call would run again, and with it what it
+	// already started (the other targets of a fan-out).
+	NowOnly bool
 }
+
+// Asked is what a question is about.
+type Asked string
+
+// What questions are about.
+const (
+	AskedCommand Asked = "command"
+	AskedRequest Asked = "request"
+	AskedHostKey Asked = "host_key"
+)
 
 // Answer is a person's answer to a Question.
 type Answer string
@@ -88,7 +102,8 @@ func WithApprover(ctx context.Context, a Approver) context.Context {
 }
 
 // remembered holds the exact actions a person approved for a while
-// (AnswerApproveFor), by Question.Key. A reload forgets them.
+// (AnswerApproveFor), by Question.Key, which names the configuration they
+// were approved under: after a reload they no longer match.
 type remembered struct {
 	mu    sync.Mutex
 	until map[string]time.Time
@@ -105,61 +120,81 @@ func (r *remembered) has(key string, now time.Time) bool {
 	return ok
 }
 
+// add remembers key until then, and forgets what expired.
 func (r *remembered) add(key string, until time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.until == nil {
 		r.until = map[string]time.Time{}
 	}
+	now := time.Now()
+	for k, t := range r.until {
+		if !now.Before(t) {
+			delete(r.until, k)
+		}
+	}
 	r.until[key] = until
 }
 
-func (r *remembered) forget() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clear(r.until)
+// How an approval is recorded when nobody answered: an earlier
+// AnswerApproveFor let it run, the client could not ask, or the call ended
+// while the person was asked.
+const (
+	recordRemembered  = "remembered"
+	recordUnavailable = "unavailable"
+	recordWithdrawn   = "withdrawn"
+)
+
+// withdrawnError is a question withdrawn because the call ended (err).
+type withdrawnError struct{ err error }
+
+func (e *withdrawnError) Error() string {
+	return "the call ended while the person at the client was asked: " + e.err.Error()
 }
 
-// approve asks q and records the answer in intent. It returns nil when
-// the action may run, ErrAskLater, a *policy.DeniedError when the person
-// (or the lack of one) denied it (Rule names the option that asked), or
-// the call's ended context.
-func (g *Gateway) approve(ctx context.Context, intent *audit.Record, q *Question, rule string) error {
-	q.Message = g.redactString(q.Message)
-	rec := audit.Approval{Asked: q.Asked, Fingerprint: q.Fingerprint}
+// approve asks q for the action a under the state s and records the
+// answer in a's intent. It returns nil when the action may run,
+// ErrAskLater, a *policy.DeniedError when the person (or the lack of one)
+// denied it (Rule names the option that asked), or a *withdrawnError when
+// the call ended first. An AnswerApproveFor is remembered once the intent
+// is written (a.remember).
+func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question, rule string) error {
+	q.Key = questionKey(strconv.FormatUint(s.gen, 10), q.Key)
+	rec := audit.Approval{Asked: string(q.Asked), Fingerprint: q.Fingerprint}
+	record := func(answer string) {
+		rec.Answer = answer
+		a.intent.Approvals = append(a.intent.Approvals, rec)
+	}
 	if q.Remember > 0 && g.approved.has(q.Key, time.Now()) {
-		rec.Answer = "remembered"
-		intent.Approvals = append(intent.Approvals, rec)
+		record(recordRemembered)
 		return nil
 	}
 	denied := func(reason string) error {
 		return &policy.DeniedError{Target: q.Target, Rule: rule, Reason: reason}
 	}
-	a, _ := ctx.Value(approverKey{}).(Approver)
-	if a == nil {
-		rec.Answer = "unavailable"
-		intent.Approvals = append(intent.Approvals, rec)
+	ap, _ := ctx.Value(approverKey{}).(Approver)
+	if ap == nil {
+		record(recordUnavailable)
 		return denied("it needs a person's approval, and this server has no client to ask")
 	}
-	answer, took, err := a.Ask(ctx, q)
+	answer, took, err := ap.Ask(ctx, q)
 	rec.WaitMS = took.Milliseconds()
 	var cannot *CannotAskError
 	switch {
 	case errors.Is(err, ErrAskLater):
 		return err
 	case errors.As(err, &cannot):
-		rec.Answer = "unavailable"
-		intent.Approvals = append(intent.Approvals, rec)
+		record(recordUnavailable)
 		return denied(fmt.Sprintf("it needs a person's approval (%s), and %s; a person can run it, or change %s in the configuration", rule, cannot.Reason, rule))
 	case err != nil:
-		return err
+		record(recordWithdrawn)
+		return &withdrawnError{err}
 	}
-	rec.Answer = string(answer)
-	intent.Approvals = append(intent.Approvals, rec)
+	record(string(answer))
 	switch answer {
 	case AnswerApproveFor:
 		if q.Remember > 0 {
-			g.approved.add(q.Key, time.Now().Add(q.Remember))
+			a.remember = append(a.remember, remember{q.Key, q.Remember})
 		}
 		return nil
 	case AnswerApprove:
@@ -174,13 +209,18 @@ func (g *Gateway) approve(ctx context.Context, intent *audit.Record, q *Question
 	return denied(fmt.Sprintf("the answer %q is not one the question offered", answer))
 }
 
-// askedRule is the rule a person's denial is recorded under.
+// remember is an AnswerApproveFor to keep once the action's intent is
+// written: the question's key, and for how long.
+type remember struct {
+	key string
+	d   time.Duration
+}
+
+// The rules a person's denial is recorded under: the option that asked.
 const (
-	ruleApprove      = "approve"
-	ruleApproveHTTP  = "approve_methods"
-	ruleHostKeyAsk   = "host_key_policy"
-	approvalAskedSSH = "command"
-	approvalAskedAPI = "request"
+	ruleApprove     = "approve"
+	ruleApproveHTTP = "approve_methods"
+	ruleHostKeyAsk  = "host_key_policy"
 )
 
 // questionKey is a Question.Key: a digest of what makes an action that
@@ -194,12 +234,14 @@ func questionKey(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// shown is s as the person is shown it: as it is when every character of
-// it prints plainly on one line, else quoted with escapes, so that a line
-// break, a terminal control, an odd space or a right-to-left override
-// (quoted in ASCII, every other character escaped) cannot hide a part
-// of the action from the person.
-func shown(s string) string {
+// shown is s as the person is shown it, redacted: as it is when every
+// character of it prints plainly on one line, else quoted in ASCII with
+// every other character escaped, so that a line break, a terminal control,
+// an odd space or a right-to-left override cannot hide a part of the
+// action from the person. Redaction comes first: a quoted secret would
+// match no form the redactor knows.
+func shown(red func(string) string, s string) string {
+	s = red(s)
 	for _, r := range s {
 		if !unicode.IsGraphic(r) || (unicode.IsSpace(r) && r != ' ') {
 			return strconv.QuoteToASCII(s) + " (quoted: it holds line breaks or characters that do not print plainly)"
@@ -208,25 +250,33 @@ func shown(s string) string {
 	return s
 }
 
-// commandQuestion is the question for one command on an SSH target.
-func commandQuestion(cfg *config.Config, target, host string, in SSHExecInput, dir, env string) *Question {
+// writeStdin shows the size, hash and start of a command's stdin.
+func writeStdin(b *strings.Builder, red func(string) string, stdin string) {
+	if stdin != "" {
+		fmt.Fprintf(b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(stdin), sha256Hex(stdin), shown(red, preview(stdin)))
+	}
+}
+
+// commandQuestion is the question for one command on an SSH target
+// (where is user@host:port), as it will run: in dir, with env.
+func (g *Gateway) commandQuestion(cfg *config.Config, where string, in SSHExecInput, dir string, env map[string]string) *Question {
+	red := g.redactString
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run this command on SSH target %q (%s)?\n\nCommand: %s\n", target, host, shown(in.Command))
+	fmt.Fprintf(&b, "Run this command on SSH target %q (%s)?\n\nCommand: %s\n", in.Target, where, shown(red, in.Command))
 	if in.Sudo {
 		b.WriteString("As root, with sudo.\n")
 	}
 	if dir != "" {
-		fmt.Fprintf(&b, "Directory: %s\n", shown(dir))
+		fmt.Fprintf(&b, "Directory: %s\n", shown(red, dir))
 	}
-	if env != "" {
-		fmt.Fprintf(&b, "Environment: %s\n", shown(env))
+	parts := []string{"ssh_exec", in.Target, where, in.Command, in.Stdin, strconv.FormatBool(in.Sudo), dir}
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(&b, "Environment: %s=%s\n", shown(red, name), shown(red, env[name]))
+		parts = append(parts, name, env[name])
 	}
-	if in.Stdin != "" {
-		fmt.Fprintf(&b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(in.Stdin), sha256Hex(in.Stdin), shown(preview(in.Stdin)))
-	}
-	return &Question{Asked: approvalAskedSSH, Target: target, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout,
-		Key: questionKey("ssh_exec", target, in.Command, in.Stdin, strconv.FormatBool(in.Sudo), dir, env)}
+	writeStdin(&b, red, in.Stdin)
+	return &Question{Asked: AskedCommand, Target: in.Target, Message: b.String(),
+		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(parts...)}
 }
 
 // hostKeyQuestion is the question for an unknown host key.
@@ -235,7 +285,7 @@ func hostKeyQuestion(cfg *config.Config, e *sshexec.HostKeyError) *Question {
 		"%s has no key for this host. Compare the fingerprint with the one the host's administrator gives "+
 		"(ssh-keygen -lf on the host's public key file). Approving adds the key to %s; a different key later is refused.",
 		e.Target, e.Host, e.KeyType, e.Fingerprint, e.KnownHosts, e.KnownHosts)
-	return &Question{Asked: "host_key", Target: e.Target, Message: msg, Timeout: cfg.Approval.Timeout,
+	return &Question{Asked: AskedHostKey, Target: e.Target, Message: msg, Timeout: cfg.Approval.Timeout,
 		Key: questionKey("host_key", e.Target, e.Host, e.Fingerprint), Fingerprint: e.Fingerprint}
 }
 
@@ -265,47 +315,45 @@ func asksHostKey(cfg *config.Config, target string) bool {
 	return t != nil && t.HostKeyPolicy == "ask"
 }
 
-// fanQuestion is the one question of a fan-out whose targets asking lists
-// the questions of the targets that ask about the command.
-func fanQuestion(cfg *config.Config, label string, in SSHExecManyInput, asking []*Question, ssh map[string]*sshTarget) *Question {
+// fanQuestion is the one question of a fan-out on targets whose asking
+// ones have the questions asking.
+func (g *Gateway) fanQuestion(cfg *config.Config, label string, in SSHExecManyInput, targets int, asking []*Question, ssh map[string]*sshTarget) *Question {
+	red := g.redactString
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run this command on %d SSH targets (%s)?\n\nCommand: %s\n", len(asking), shown(label), shown(in.Command))
-	if in.Stdin != "" {
-		fmt.Fprintf(&b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(in.Stdin), sha256Hex(in.Stdin), shown(preview(in.Stdin)))
-	}
-	b.WriteString("\nTargets that ask before this command runs:\n")
-	keys := []string{"ssh_exec_many"}
+	fmt.Fprintf(&b, "Run this command on %d SSH targets (%s)? %d of them ask before it runs.\n\nCommand: %s\n",
+		targets, shown(red, label), len(asking), shown(red, in.Command))
+	writeStdin(&b, red, in.Stdin)
+	b.WriteString("\nTargets that ask:\n")
+	keys := []string{"ssh_exec_many", strconv.Itoa(targets)}
 	for _, q := range asking {
 		fmt.Fprintf(&b, "- %s (%s)\n", q.Target, ssh[q.Target].where)
 		keys = append(keys, q.Key)
 	}
-	return &Question{Asked: approvalAskedSSH, Target: label, Message: b.String(),
+	return &Question{Asked: AskedCommand, Target: label, Message: b.String(),
 		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(keys...)}
 }
 
-// requestQuestion is the question for one HTTP request.
-func requestQuestion(cfg *config.Config, endpoint, base string, req httpact.Request) *Question {
+// requestQuestion is the question for one HTTP request to base, whose
+// path (normalized, as it will be sent) is path.
+func (g *Gateway) requestQuestion(cfg *config.Config, endpoint, base, path string, req httpact.Request) *Question {
+	red := g.redactString
 	var b strings.Builder
-	path := req.Path
 	if len(req.Query) > 0 {
 		path += "?" + req.Query.Encode()
 	}
-	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, base, req.Method, shown(path))
-	names := slices.Sorted(maps.Keys(req.Headers))
-	var headers strings.Builder
-	for _, k := range names {
-		fmt.Fprintf(&b, "%s: %s\n", shown(k), shown(req.Headers[k]))
-		fmt.Fprintf(&headers, "%s: %s\n", k, req.Headers[k])
+	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, base, req.Method, shown(red, path))
+	parts := []string{"http_request", endpoint, base, req.Method, path, strconv.FormatBool(req.JSON), string(req.Body)}
+	for _, k := range slices.Sorted(maps.Keys(req.Headers)) {
+		fmt.Fprintf(&b, "%s: %s\n", shown(red, k), shown(red, req.Headers[k]))
+		parts = append(parts, k, req.Headers[k])
 	}
-	body := string(req.Body)
-	if body != "" {
+	if body := string(req.Body); body != "" {
 		kind := "Body"
 		if req.JSON {
 			kind = "JSON body"
 		}
-		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), shown(preview(body)))
+		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), shown(red, preview(body)))
 	}
-	return &Question{Asked: approvalAskedAPI, Target: endpoint, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout,
-		Key: questionKey("http_request", endpoint, req.Method, path, headers.String(), strconv.FormatBool(req.JSON), body)}
+	return &Question{Asked: AskedRequest, Target: endpoint, Message: b.String(),
+		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(parts...)}
 }

@@ -62,9 +62,11 @@ type Gateway struct {
 	learned  []learned
 
 	actions registry // running and recently finished actions, by handle
-	// approved holds the exact actions a person approved for a while; a
-	// reload forgets them.
+	// approved holds the exact actions a person approved for a while,
+	// under the configuration they were asked under; gens numbers the
+	// configurations loaded (state.gen).
 	approved remembered
+	gens     atomic.Uint64
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelCauseFunc

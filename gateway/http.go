@@ -88,6 +88,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			req.Query.Set(k, v)
 		}
 	}
+	sent := in.Path // the path as it will be sent, once checked
 	return g.run(ctx, s, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
@@ -96,7 +97,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			// as it would be sent: the audit records the normalized path.
 			chk, err := he.endpoint.Check(req)
 			if chk.Path != "" {
-				intent.Path = chk.Path
+				intent.Path, sent = chk.Path, chk.Path
 			}
 			var re *httpact.RequestError
 			switch {
@@ -113,7 +114,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			if !slices.Contains(he.approveMethods, method) {
 				return nil, ""
 			}
-			return requestQuestion(s.cfg, in.Endpoint, he.endpoint.BaseURL, req), ruleApproveHTTP
+			return g.requestQuestion(s.cfg, in.Endpoint, he.endpoint.BaseURL, sent, req), ruleApproveHTTP
 		},
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},

@@ -107,6 +107,9 @@ type fanTarget struct {
 	a      *action
 	handle string       // "" until its action started
 	group  *TargetGroup // nil until it ended: its result as a group of one
+	// asked is set when the target asks about the command, which the
+	// fan-out's one question did for it.
+	asked bool
 }
 
 // handleBytes is about what each target costs in a result's handles: its
@@ -181,13 +184,14 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 			for _, t := range targets {
 				if q, _ := t.a.approval(); q != nil {
 					asking = append(asking, q)
+					t.asked = true
 				}
 				t.a.approved = true
 			}
 			if len(asking) == 0 {
 				return nil, ""
 			}
-			return fanQuestion(s.cfg, label, in, asking, s.ssh), ruleApprove
+			return g.fanQuestion(s.cfg, label, in, len(targets), asking, s.ssh), ruleApprove
 		},
 		timeout: bound, maxTimeout: bound,
 		targets: int64(len(targets)),
@@ -206,6 +210,9 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 		var wg sync.WaitGroup
 		for _, t := range targets {
 			t.a.intent.Parent = fan.intent.Handle
+			if t.asked { // the fan-out's question was this target's too
+				t.a.intent.Approvals = slices.Clone(fan.intent.Approvals)
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():

@@ -34,6 +34,9 @@ type action struct {
 	// a second pass (after a host key was trusted) does not ask again.
 	approval func() (q *Question, rule string)
 	approved bool
+	// remember are the actions a person approved for a while, kept once
+	// the intent is written.
+	remember []remember
 	// asked, timeout and maxTimeout are the call's timeout_s and the
 	// target's timeout and max_timeout.
 	asked, timeout, maxTimeout time.Duration
@@ -140,10 +143,14 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 	trusted := map[string]bool{}
 	for unknown != nil {
 		q := hostKeyQuestion(s.cfg, unknown)
-		if trusted[q.Key] {
+		// A fan-out's target cannot send its question back with the
+		// call's result: the call would come again and run the fan-out's
+		// other targets twice.
+		q.NowOnly = a.intent.Parent != ""
+		if trusted[q.Key] || len(a.intent.Approvals) >= audit.MaxApprovals {
 			return nil, nil, g.notStarted(ctx, s.core, &a.intent, unknown)
 		}
-		if fail := g.decide(ctx, s.core, &a.intent, q, ruleHostKeyAsk); fail != nil {
+		if fail := g.decide(ctx, s, a, q, ruleHostKeyAsk); fail != nil {
 			return nil, nil, fail
 		}
 		if err := sshexec.TrustHostKey(unknown); err != nil {
@@ -157,22 +164,27 @@ func (g *Gateway) start(ctx context.Context, s *state, a *action, background boo
 	return act, byCall, fail
 }
 
-// decide asks a person q (see approve) for the action of intent. A
-// refusal is audited and returned as fail; so is a call that ended while
-// it was asked. A question that goes back with the result is fail too,
-// unaudited: nothing happened.
-func (g *Gateway) decide(ctx context.Context, c *core, intent *audit.Record, q *Question, rule string) (fail *ToolResult) {
-	err := g.approve(ctx, intent, q, rule)
+// decide asks a person q (see approve) for the action a. A refusal is
+// audited and returned as fail; so is a call that ended while it was
+// asked (its question withdrawn, status cancelled). A question that goes
+// back with the result is fail too, unaudited: nothing happened.
+func (g *Gateway) decide(ctx context.Context, s *state, a *action, q *Question, rule string) (fail *ToolResult) {
+	err := g.approve(ctx, s, a, q, rule)
+	var withdrawn *withdrawnError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrAskLater):
 		return g.failure("a person's answer is needed first")
-	case ctx.Err() != nil:
-		return g.notStarted(ctx, c, intent, err)
+	case errors.As(err, &withdrawn):
+		reason := "cancelled while the person at the client was asked: " + g.cancelReason(ctx)
+		g.refuse(s.core, &a.intent, StatusCancelled, rule, reason)
+		r := g.failure("the action did not start: %s", reason)
+		r.status = StatusCancelled
+		return r
 	}
 	r := g.failure("%v", err)
-	r.status = g.refused(c, intent, err)
+	r.status = g.refused(s.core, &a.intent, err)
 	return r
 }
 
@@ -192,7 +204,7 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 	}
 	if a.approval != nil && !a.approved {
 		if q, rule := a.approval(); q != nil {
-			if fail := g.decide(ctx, c, intent, q, rule); fail != nil {
+			if fail := g.decide(ctx, s, a, q, rule); fail != nil {
 				return nil, nil, fail, nil
 			}
 		}
@@ -270,6 +282,9 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		undo()
 		g.log.Error("audit log: the intent record could not be written; the action did not run", "error", err)
 		return nil, nil, g.failure("the action did not run: its intent could not be written to the audit log: %v", err), nil
+	}
+	for _, r := range a.remember {
+		g.approved.add(r.key, time.Now().Add(r.d))
 	}
 
 	live := g.actions.begin(out.Handle(), intent, a, c, cancel)

@@ -117,7 +117,7 @@ func (g *Gateway) sshExecAction(cfg *config.Config, st *sshTarget, in SSHExecInp
 			if !ask {
 				return nil, ""
 			}
-			return commandQuestion(cfg, in.Target, st.where, in, dir, envLines(env)), ruleApprove
+			return g.commandQuestion(cfg, st.where, in, dir, env), ruleApprove
 		},
 		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
 		reserve: g.reserveSession(st, &lease),

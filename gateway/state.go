@@ -48,6 +48,9 @@ type state struct {
 	// secretRetry.
 	secretsFailed bool
 	loaded        time.Time
+	// gen numbers the states loaded: a person's answer is for the
+	// configuration it was asked under (Question.Key holds it).
+	gen uint64
 }
 
 // core is what the gateway opens once, from the [server] section of the
@@ -87,7 +90,6 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, loadErr error)
 	default:
 		// A note of an earlier failed reload is out of date now.
 		g.note.Store(nil)
-		g.approved.forget()
 		if note != "" {
 			g.log.Warn(note)
 			g.setNote(note)
@@ -140,7 +142,7 @@ func (g *Gateway) loadLocked(ctx context.Context, cfg *config.Config, loadErr er
 		return fail(err)
 	}
 	g.learnHooks(tg)
-	s := &state{cfg: cfg, ssh: tg.ssh, http: tg.http, known: known, secretsFailed: failed, loaded: time.Now()}
+	s := &state{cfg: cfg, ssh: tg.ssh, http: tg.http, known: known, secretsFailed: failed, loaded: time.Now(), gen: g.gens.Add(1)}
 	if inEffect {
 		s.core = old.core
 	} else if s.core, err = g.openCore(ctx, cfg); err != nil {

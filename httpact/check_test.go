@@ -249,6 +249,8 @@ func TestCheck(t *testing.T) {
 		{"escape refused before the policy", Request{Method: "GET", Path: "/echo/../../x"}, Checked{}, "path: escapes the base path", "path"},
 		{"special header after the policy", Request{Method: "GET", Path: "/echo/a", Headers: map[string]string{"Range": "bytes=0-1"}},
 			Checked{"GET", "/echo/a", "/api/echo/a"}, "", "headers"},
+		{"one header twice in two cases", Request{Method: "GET", Path: "/echo/a", Headers: map[string]string{"X-Env": "prod", "x-env": "test"}},
+			Checked{"GET", "/echo/a", "/api/echo/a"}, "", "headers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

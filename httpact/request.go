@@ -216,6 +216,10 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		if hasControl(v) {
 			return nil, bad(fmt.Sprintf("the value of %q contains a control character", k))
 		}
+		if _, dup := h[http.CanonicalHeaderKey(k)]; dup {
+			// Which of the two would be sent would depend on map order.
+			return nil, bad(fmt.Sprintf("%q is given twice, in different cases", http.CanonicalHeaderKey(k)))
+		}
 		size += len(k) + len(v)
 		h.Set(k, v)
 	}

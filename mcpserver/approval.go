@@ -106,23 +106,31 @@ func (a *asker) Ask(ctx context.Context, q *gateway.Question) (gateway.Answer, t
 		return "", 0, &gateway.CannotAskError{Reason: "this MCP client cannot ask a person: it declared elicitation by URL only, and a question is a form"}
 	}
 	if p := a.req.Session.InitializeParams(); p != nil && p.ProtocolVersion >= multiRoundTrip {
+		if q.NowOnly {
+			return "", 0, &gateway.CannotAskError{Reason: fmt.Sprintf("with MCP %s this question would go back with the call's result and the call would run again; "+
+				"ask it with a call of its own first (for a host key: ssh_exec on %s)", p.ProtocolVersion, q.Target)}
+		}
 		return a.askLater(q)
 	}
 	return a.askNow(ctx, q)
 }
 
-// askNow sends q as elicitation/create and waits for the answer, at most
-// q.Timeout once it is the question's turn.
+// askNow sends q as elicitation/create and waits for the answer. Waiting
+// for the question's turn counts against q.Timeout too, so that calls
+// queued behind a question nobody answers end.
 func (a *asker) askNow(ctx context.Context, q *gateway.Question) (gateway.Answer, time.Duration, error) {
-	select {
-	case a.ap.turn <- struct{}{}:
-	case <-ctx.Done():
-		return "", 0, ctx.Err()
-	}
-	defer func() { <-a.ap.turn }()
 	start := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, q.Timeout)
 	defer cancel()
+	select {
+	case a.ap.turn <- struct{}{}:
+	case <-tctx.Done():
+		if ctx.Err() != nil {
+			return "", time.Since(start), ctx.Err()
+		}
+		return gateway.AnswerTimeout, time.Since(start), nil
+	}
+	defer func() { <-a.ap.turn }()
 	res, err := a.req.Session.Elicit(tctx, elicitParams(q))
 	took := time.Since(start)
 	switch {
@@ -198,6 +206,8 @@ func (a *asker) askLater(q *gateway.Question) (gateway.Answer, time.Duration, er
 // inputRequired is the result that sends the call's question back, or nil
 // when the call asked none (or has its answers).
 func (a *asker) inputRequired() *mcp.CallToolResult {
+	a.ap.mu.Lock()
+	defer a.ap.mu.Unlock()
 	if a.out == nil || a.out.asked == nil {
 		return nil
 	}

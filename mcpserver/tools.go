@@ -51,6 +51,9 @@ type sshTargetInfo struct {
 	// Approve is "unlisted" or "always" when a person at the client is
 	// asked before commands run ("never" is left out).
 	Approve string `json:"approve,omitempty"`
+	// HostKeyPolicy is "ask" when a person at the client is asked to
+	// trust a first-use host key ("strict" is left out).
+	HostKeyPolicy string `json:"host_key_policy,omitempty"`
 }
 
 type httpEndpointInfo struct {
@@ -119,6 +122,9 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 		info := sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host, AllowPaths: t.AllowPaths}
 		if t.Approve != config.ApproveNever {
 			info.Approve = t.Approve
+		}
+		if t.HostKeyPolicy == "ask" {
+			info.HostKeyPolicy = t.HostKeyPolicy
 		}
 		out.SSH = append(out.SSH, info)
 	}

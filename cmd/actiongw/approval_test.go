@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -221,6 +222,14 @@ func TestServeApprovals(t *testing.T) {
 			call := kind.start(t, s, s.cfgPath, p)
 			uniq := func(what string) string { return fmt.Sprintf("echo %s-%s", kind.name, what) }
 
+			// The agent can see which calls will wait for a person.
+			raw, _ := json.Marshal(call("list_targets", map[string]any{}).StructuredContent)
+			for _, want := range []string{`"name":"ask"`, `"approve":"unlisted"`, `"approve":"always"`, `"approve_methods":["POST"]`} {
+				if !strings.Contains(string(raw), want) {
+					t.Errorf("list_targets: %s; want %s in it", raw, want)
+				}
+			}
+
 			// A listed command runs without a question.
 			r := call("ssh_exec", map[string]any{"target": "ask", "command": "echo listed"})
 			if r.IsError {
@@ -419,32 +428,7 @@ func TestServeApprovalsTimeout(t *testing.T) {
 // the call it was issued for, and only once.
 func TestServeApprovalsRoundTrip(t *testing.T) {
 	s := startApprovals(t, "")
-	stderr := &syncbuf.Buffer{}
-	cmd := exec.Command(actiongwBinary(t), "serve", "-config", s.cfgPath)
-	cmd.Env, cmd.Stderr = s.env, stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "round-trip", Version: "1"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-		// Declares elicitation; never called, as questions come back in
-		// results.
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return nil, fmt.Errorf("not asked this way")
-		},
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, stderr)
-	}
-	defer cs.Close()
-	call := func(p *mcp.CallToolParams) *mcp.CallToolResult {
-		t.Helper()
-		r, err := cs.CallTool(ctx, p)
-		if err != nil {
-			t.Fatalf("call: %v\n%s", err, stderr)
-		}
-		return r
-	}
+	call := roundTripClient(t, s, s.cfgPath)
 	marker := func(name string) string { return filepath.Join(s.userDir, name) }
 	args := func(name string) map[string]any {
 		return map[string]any{"target": "always", "command": "touch " + marker(name)}

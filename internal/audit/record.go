@@ -157,9 +157,9 @@ type Approval struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
-// maxApprovals bounds the questions of one record: an action asks about
-// its host key and itself at most.
-const maxApprovals = 4
+// MaxApprovals bounds the questions of one record: an action asks about
+// itself, and about the host key of its target and of each jump host.
+const MaxApprovals = 10
 
 // prepare returns the record as Append writes it: the caller's fields,
 // redacted and cut to fieldBytes, with the time and the owner set. It
@@ -182,8 +182,8 @@ func prepare(rec *Record, redact func(string) string) (*Record, error) {
 	if r.Time = r.Time.UTC(); r.Time.Year() < 0 || r.Time.Year() > 9999 {
 		return nil, fmt.Errorf("audit log: a record of the year %d", r.Time.Year())
 	}
-	if len(r.Approvals) > maxApprovals {
-		return nil, fmt.Errorf("audit log: a record with %d approvals (at most %d)", len(r.Approvals), maxApprovals)
+	if len(r.Approvals) > MaxApprovals {
+		return nil, fmt.Errorf("audit log: a record with %d approvals (at most %d)", len(r.Approvals), MaxApprovals)
 	}
 	for _, a := range r.Approvals {
 		if len(a.Asked) > 16 || len(a.Answer) > 16 || len(a.Fingerprint) > 64 {
