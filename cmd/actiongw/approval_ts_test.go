@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/internal/testenv"
 )
 
@@ -191,6 +193,48 @@ func TestServeApprovalsTypeScript(t *testing.T) {
 			}
 		})
 	}
+
+	// A first-use host key, trusted, is verified on the next call
+	// without a question; a changed one is refused without one.
+	t.Run("host-key", func(t *testing.T) {
+		dir := t.TempDir()
+		fresh, changed := filepath.Join(dir, "known_hosts"), filepath.Join(dir, "changed")
+		_, other := sshtest.NewKey(t)
+		if err := os.WriteFile(changed, []byte(s.sshd.KnownHostsLine(other.PublicKey())+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(s.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(dir, "config.toml")
+		extra := strings.ReplaceAll(fleetTarget("fresh", `host_key_policy = "ask"`), "@KNOWN_HOSTS@", fresh) +
+			strings.ReplaceAll(fleetTarget("changed", `host_key_policy = "ask"`), "@KNOWN_HOSTS@", changed)
+		extra = strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User).Replace(extra)
+		if err := os.WriteFile(cfg, append(b, extra...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run := tsClient(t, s, nodePath, cfg, []any{approve}, []map[string]any{
+			{"name": "ssh_exec", "arguments": map[string]any{"target": "fresh", "command": "echo ts-first"}},
+			{"name": "ssh_exec", "arguments": map[string]any{"target": "fresh", "command": "echo ts-second"}},
+			{"name": "ssh_exec", "arguments": map[string]any{"target": "changed", "command": "echo ts-changed"}},
+		})
+		if r := run.results[0]; r.IsError {
+			t.Errorf("first use: %s", resultText(r))
+		}
+		if r := run.results[1]; r.IsError {
+			t.Errorf("next call: %s", resultText(r))
+		}
+		if r := run.results[2]; !r.IsError || !strings.Contains(resultText(r), "changed") {
+			t.Errorf("changed key: %s; want it refused", resultText(r))
+		}
+		if len(run.questions) != 1 || !strings.Contains(run.questions[0], s.sshd.Fingerprint()) {
+			t.Errorf("got questions %q; want one, showing the fingerprint %s", run.questions, s.sshd.Fingerprint())
+		}
+		if in := intentOf(t, s.state, "echo ts-first"); len(in.Approvals) != 1 || in.Approvals[0].Asked != "host_key" || in.Approvals[0].Answer != "approve" {
+			t.Errorf("got intent approvals %+v; want the host key approved", in.Approvals)
+		}
+	})
 
 	// A POST asks too, through the same client; the question shows the
 	// request, never the token the gateway adds.
