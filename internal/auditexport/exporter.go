@@ -67,7 +67,8 @@ type Stats struct {
 	Dropped int64 `json:"dropped"`
 	// Lost were still queued, never written, when Close gave up, or had
 	// been written to a connection that broke and could not be written
-	// again before it: they may not have arrived.
+	// again before it: they may not have arrived. A line sent after Close
+	// is lost too.
 	Lost int64 `json:"lost"`
 	// Queued are waiting to be written now.
 	Queued int `json:"queued"`
@@ -190,6 +191,7 @@ func (e *Exporter) Close(ctx context.Context) error {
 		e.cancel(fmt.Errorf("closing: %w", context.Cause(ctx)))
 		<-e.done
 	}
+	e.cancel(errors.New("closed"))
 	if n := e.lost.Load(); n > 0 {
 		return fmt.Errorf("audit export to %s: %d records may not have arrived (see the local audit log)", e.cfg.Addr, n)
 	}
