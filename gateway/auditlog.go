@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 
+	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/auditexport"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/secrets"
 )
@@ -34,6 +38,52 @@ func auditKey(ctx context.Context, store SecretStore, log *slog.Logger) audit.Ke
 	return nil
 }
 
+// startExport starts the export of the audit log that [audit] asks for,
+// if any. One that cannot start is logged, not fatal: the local log is
+// the durable record, and actions go on without the copy.
+func startExport(a config.Audit, log *slog.Logger) *auditexport.Exporter {
+	if a.Syslog == "" {
+		return nil
+	}
+	addr, useTLS, err := a.SyslogAddr()
+	cfg := auditexport.Config{Addr: addr, QueueBytes: a.SyslogQueueBytes, Logger: log}
+	if err == nil && useTLS {
+		cfg.TLS = &tls.Config{ServerName: a.SyslogServerName}
+		if cfg.TLS.ServerName == "" {
+			cfg.TLS.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		if a.SyslogCAFile != "" {
+			cfg.TLS.RootCAs, err = httpact.LoadCAFile(a.SyslogCAFile)
+		}
+	}
+	var e *auditexport.Exporter
+	if err == nil {
+		e, err = auditexport.New(cfg)
+	}
+	if err != nil {
+		log.Error("the audit log is not exported to syslog: the export could not start", "error", err)
+		return nil
+	}
+	return e
+}
+
+// exportFlush bounds how long a closing gateway waits for the audit
+// export to send what is queued.
+const exportFlush = 5 * time.Second
+
+// closeExport stops e, after it sent what is queued or exportFlush
+// passed.
+func closeExport(e *auditexport.Exporter, log *slog.Logger) {
+	if e == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exportFlush)
+	defer cancel()
+	if err := e.Close(ctx); err != nil {
+		log.Warn("the audit export stopped with records unsent", "error", err)
+	}
+}
+
 // checkpointTimeout bounds one save of the audit checkpoint.
 const checkpointTimeout = 5 * time.Second
 
@@ -42,8 +92,11 @@ const checkpointTimeout = 5 * time.Second
 // missing, is returned as broken, not as an error: the server starts and
 // refuses every action with it, which names the way out. At start, the
 // intents of actions whose server died get an outcome "interrupted".
-func openAudit(ctx context.Context, cfg *config.Config, store SecretStore, key audit.Key, redact func(string) string, log *slog.Logger) (l *audit.Log, broken, err error) {
+func openAudit(ctx context.Context, cfg *config.Config, store SecretStore, key audit.Key, redact func(string) string, export *auditexport.Exporter, log *slog.Logger) (l *audit.Log, broken, err error) {
 	opts := audit.Options{Redact: redact, Key: key, RotateBytes: cfg.Server.AuditRotateBytes, Logger: log}
+	if export != nil {
+		opts.Written = export.Send
+	}
 	if key != nil {
 		name := audit.CheckpointName(cfg.Server.StateDir)
 		if v, err := store.Get(ctx, name); err == nil {

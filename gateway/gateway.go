@@ -15,6 +15,7 @@ import (
 
 	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/auditexport"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/secrets"
@@ -144,10 +145,26 @@ func (g *Gateway) Close() error {
 	g.wg.Wait()
 	g.http.Close()
 	err := g.ssh.Close()
-	if c := g.state().core; c != nil && c.audit != nil {
-		err = errors.Join(err, c.audit.Close())
+	if c := g.state().core; c != nil {
+		if c.audit != nil {
+			err = errors.Join(err, c.audit.Close())
+		}
+		// After the log: the outcomes of the actions just cancelled go
+		// out too.
+		closeExport(c.export, g.log)
 	}
 	return err
+}
+
+// AuditExport returns the counters of the audit log's export to syslog;
+// ok is false when none runs ([audit] syslog not set, or no
+// configuration loaded yet).
+func (g *Gateway) AuditExport() (st auditexport.Stats, ok bool) {
+	c := g.state().core
+	if c == nil || c.export == nil {
+		return auditexport.Stats{}, false
+	}
+	return c.export.Stats(), true
 }
 
 // ToolResult is what a tool call returns: the structured result, a short

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/auditexport"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/redact"
@@ -28,7 +29,7 @@ const secretRetry = 2 * time.Second
 // in use, so running actions are not disturbed.
 type state struct {
 	// cfg is the configuration in effect; nil while broken is set. Its
-	// [server] section is always the one core was opened with.
+	// [server] and [audit] sections are always those core was opened with.
 	cfg *config.Config
 	// broken is why no configuration is in effect: the config could not be
 	// loaded at start, or the state directory could not be opened. Every
@@ -53,16 +54,20 @@ type state struct {
 	gen uint64
 }
 
-// core is what the gateway opens once, from the [server] section of the
-// first configuration that loads: the spool, the audit log and the
-// server's action slots. A later change to [server] takes effect at the
-// next start.
+// core is what the gateway opens once, from the [server] and [audit]
+// sections of the first configuration that loads: the spool, the audit log
+// and its export, and the server's action slots. A later change to them
+// takes effect at the next start.
 type core struct {
 	server      config.Server
+	auditCfg    config.Audit
 	spool       *output.Spool
 	audit       *audit.Log // nil when auditBroken is set
 	auditBroken error      // why the audit log cannot be written
-	limit       *limiter
+	// export sends the audit log's lines to syslog; nil when [audit]
+	// syslog is not set, or the export could not start.
+	export *auditexport.Exporter
+	limit  *limiter
 	// background are the slots of actions running after their call
 	// returned (max_background_actions).
 	background slots
@@ -121,13 +126,13 @@ func (g *Gateway) loadLocked(ctx context.Context, cfg *config.Config, loadErr er
 	if inEffect {
 		kept := old.core.server
 		kept.SSHConfig = cfg.Server.SSHConfig
-		if cfg.Server != kept {
-			// The spool and the audit log stay where they are: a copy
-			// keeps the [server] section in effect.
+		if cfg.Server != kept || cfg.Audit != old.core.auditCfg {
+			// The spool, the audit log and its export stay as they are:
+			// a copy keeps their sections in effect.
 			c := *cfg
-			c.Server = kept
+			c.Server, c.Audit = kept, old.core.auditCfg
 			cfg = &c
-			note = "The configuration was reloaded, but changes to its [server] section take effect only when the server restarts."
+			note = "The configuration was reloaded, but changes to its [server] and [audit] sections take effect only when the server restarts."
 		}
 	}
 	tg, values, failed := loadTargets(ctx, cfg, g.store, g.log)
@@ -191,11 +196,15 @@ func (g *Gateway) openCore(ctx context.Context, cfg *config.Config) (*core, erro
 	if err != nil {
 		return nil, err
 	}
-	auditLog, broken, err := openAudit(ctx, cfg, g.store, g.auditKey, g.redactString, g.log)
+	// Started first: the records the log writes as it opens are exported
+	// too.
+	export := startExport(cfg.Audit, g.log)
+	auditLog, broken, err := openAudit(ctx, cfg, g.store, g.auditKey, g.redactString, export, g.log)
 	if err != nil {
+		closeExport(export, g.log)
 		return nil, err
 	}
-	return &core{server: s, spool: spool, audit: auditLog, auditBroken: broken,
+	return &core{server: s, auditCfg: cfg.Audit, spool: spool, audit: auditLog, auditBroken: broken, export: export,
 		limit: newLimiter(g.log, s.MaxConcurrentActions, s.QueueWait), background: make(slots, s.MaxBackgroundActions)}, nil
 }
 

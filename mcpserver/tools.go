@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/auditexport"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/mcpserver/internal/wire"
 )
@@ -90,6 +91,9 @@ type Health struct {
 	UptimeMS      int64         `json:"uptime_ms"`
 	ActiveActions int           `json:"active_actions"`
 	Transport     wire.Snapshot `json:"transport"`
+	// AuditExport counts the audit records sent to syslog; only when
+	// [audit] syslog is set.
+	AuditExport *auditexport.Stats `json:"audit_export,omitempty"`
 }
 
 func addInfoTools(s *mcp.Server, env *toolEnv) {
@@ -162,7 +166,18 @@ func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn
 	if env.active != nil {
 		out.ActiveActions = env.active()
 	}
-	return textResult("actiongw %s is up (%d ms), %s running.", out.Version, out.UptimeMS, count(out.ActiveActions, "action")), out, nil
+	text := fmt.Sprintf("actiongw %s is up (%d ms), %s running.", out.Version, out.UptimeMS, count(out.ActiveActions, "action"))
+	if env.gw != nil {
+		if st, ok := env.gw.AuditExport(); ok {
+			out.AuditExport = &st
+			state := "connected"
+			if !st.Connected {
+				state = "not connected"
+			}
+			text += fmt.Sprintf(" Audit export to syslog: %s, %d sent, %d dropped, %d queued.", state, st.Sent, st.Dropped, st.Queued)
+		}
+	}
+	return textResult("%s", text), out, nil
 }
 
 // publicURL drops userinfo and query from a base URL, so a credential

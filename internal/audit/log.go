@@ -50,6 +50,13 @@ type Options struct {
 	// Logger receives what goes wrong without failing an Append (a
 	// rotation that could not be done); nil discards it.
 	Logger *slog.Logger
+	// Written, if set, is given each line this process writes (without
+	// its newline), in the order of the chain, once the line is on disk:
+	// the audit export sends what the log holds, as it holds it. It is
+	// called under the log's write lock, so it must return at once and
+	// must not keep line, which is reused after it returns. nil gives
+	// the lines to nobody.
+	Written func(line []byte)
 }
 
 const (
@@ -561,6 +568,7 @@ func (a *Log) write(recs []*Record) error {
 	}
 	var buf bytes.Buffer
 	hashes, macs := make([]string, len(recs)), make([]string, len(recs))
+	ends := make([]int, len(recs)) // where each line ends in buf, newline included
 	seq, prev := a.ch.seq, a.ch.hash
 	for i, r := range recs {
 		seq++
@@ -575,7 +583,7 @@ func (a *Log) write(recs []*Record) error {
 		if hashes[i], macs[i], err = encodeRecord(&buf, r, a.ch.sign); err != nil {
 			return err
 		}
-		prev = hashes[i]
+		prev, ends[i] = hashes[i], buf.Len()
 	}
 	n, err := a.f.Write(buf.Bytes())
 	if err != nil {
@@ -593,6 +601,13 @@ func (a *Log) write(recs []*Record) error {
 	a.torn = nil
 	for i, r := range recs {
 		a.ch.appended(r, hashes[i], macs[i], a.path, a.lines+i+1)
+	}
+	if a.opts.Written != nil {
+		start := 0
+		for _, end := range ends {
+			a.opts.Written(buf.Bytes()[start : end-1])
+			start = end
+		}
 	}
 	a.size += int64(n)
 	a.lines += len(recs)

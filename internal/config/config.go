@@ -34,6 +34,7 @@ import (
 // meaning its comment gives.
 type Config struct {
 	Server Server                   `toml:"server"`
+	Audit  Audit                    `toml:"audit"`
 	SSH    map[string]*SSHTarget    `toml:"ssh"`
 	HTTP   map[string]*HTTPEndpoint `toml:"http"`
 	// Group names sets of SSH targets that ssh_exec_many runs a command on.
@@ -124,6 +125,58 @@ const (
 	ApproveAlways   = "always"
 	ApproveUnlisted = "unlisted"
 )
+
+// Audit is where the audit trail goes besides the local log, which stays
+// the durable record. Like [server], it takes effect when the server
+// starts.
+type Audit struct {
+	// Syslog is the receiver every record is also sent to, as RFC 5424
+	// over TCP with octet-counting framing (RFC 6587): "tcp://host:port",
+	// or "tls://host:port" for TLS (RFC 5425). Empty sends none. UDP is
+	// refused: a datagram lost or cut is gone without a trace.
+	Syslog string `toml:"syslog"`
+	// SyslogCAFile is a PEM file of CA certificates the receiver's
+	// certificate may chain to, trusted besides the system roots; "~/" is
+	// expanded. Empty trusts the system roots. Only with tls://.
+	SyslogCAFile string `toml:"syslog_ca_file"`
+	// SyslogServerName is the name the receiver's certificate must carry;
+	// empty means the host of Syslog. Only with tls://.
+	SyslogServerName string `toml:"syslog_server_name"`
+	// SyslogQueueBytes bounds the records waiting to be sent (their JSON
+	// lines): some 10,000 typical records, at least 256 of the largest. A
+	// record that does not fit is dropped, counted and logged; the action
+	// never waits.
+	SyslogQueueBytes int `toml:"syslog_queue_bytes" default:"16777216"`
+}
+
+// SyslogAddr returns the host:port of Syslog and whether it asks for
+// TLS. Its errors say what a valid value is.
+func (a *Audit) SyslogAddr() (addr string, useTLS bool, err error) {
+	u, err := url.Parse(a.Syslog)
+	if err != nil || !strings.Contains(a.Syslog, "://") {
+		// Not quoted: a mistyped value could hold anything.
+		return "", false, errors.New(`must be "tcp://host:port" or "tls://host:port"`)
+	}
+	switch u.Scheme {
+	case "tcp":
+	case "tls":
+		useTLS = true
+	case "udp":
+		return "", false, errors.New(`udp is refused: syslog over UDP has no delivery at all (a datagram that is lost, or cut at the receiver's size limit, is gone without a trace, and nothing tells the sender), which an audit trail cannot accept; use "tcp://host:port" or "tls://host:port"`)
+	default:
+		return "", false, fmt.Errorf(`unknown scheme %q: must be "tcp://host:port" or "tls://host:port"`, u.Scheme)
+	}
+	switch {
+	case u.User != nil, u.Path != "", u.RawQuery != "", u.Fragment != "", u.Opaque != "":
+		return "", false, errors.New(`must be only a scheme, a host and a port: "tcp://host:port" or "tls://host:port"`)
+	case u.Hostname() == "":
+		return "", false, errors.New(`needs a host: "tcp://host:port" or "tls://host:port"`)
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return "", false, fmt.Errorf(`needs a port, 1-65535, after the host (syslog over TCP is usually 514 or 601, over TLS 6514), got %q`, u.Port())
+	}
+	return u.Host, useTLS, nil
+}
 
 // SSHTarget is one host an agent may run commands on.
 type SSHTarget struct {
@@ -381,6 +434,7 @@ func Default() *Config {
 	c := &Config{SSH: map[string]*SSHTarget{}, HTTP: map[string]*HTTPEndpoint{}}
 	setDefaults(&c.Server)
 	setDefaults(&c.Approval)
+	setDefaults(&c.Audit)
 	c.Server.StateDir = defaultStateDir()
 	return c
 }
@@ -391,6 +445,7 @@ func Default() *Config {
 func (c *Config) SetDefaults() {
 	setDefaults(&c.Server)
 	setDefaults(&c.Approval)
+	setDefaults(&c.Audit)
 	if c.Server.StateDir == "" {
 		c.Server.StateDir = defaultStateDir()
 	}
@@ -401,6 +456,7 @@ func (c *Config) SetDefaults() {
 // what Validate expects normalized.
 func (c *Config) setTargetDefaults() {
 	c.Server.StateDir = expandHome(c.Server.StateDir)
+	c.Audit.SyslogCAFile = expandHome(c.Audit.SyslogCAFile)
 	for _, t := range c.SSH {
 		if t == nil {
 			continue
@@ -688,7 +744,7 @@ func fieldLine(data []byte, field string) int {
 	if i := strings.IndexByte(rest, '['); i >= 0 {
 		rest = rest[:i]
 	}
-	if kind == "server" {
+	if kind == "server" || kind == "audit" {
 		return keyLine(data, toml.Key{kind, rest})
 	}
 	if name, key, ok := cutLast(rest, "."); ok {
@@ -834,6 +890,7 @@ func (c *Config) Validate() error {
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
 		bad("server.log_level", "must be debug, info, warn or error, got %q", s.LogLevel)
 	}
+	errs = append(errs, c.Audit.validate()...)
 
 	for _, name := range sortedKeys(c.SSH) {
 		t, f := c.SSH[name], "ssh."+name
@@ -1101,6 +1158,43 @@ func (c *Config) Validate() error {
 		errs = append(errs, checkNoInline(f, e.Description, e.BaseURL, e.User, e.Header, e.Param)...)
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks the [audit] section.
+func (a *Audit) validate() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: "audit." + field, Reason: fmt.Sprintf(format, args...)})
+	}
+	// At least the largest record, with room to spare.
+	if a.SyslogQueueBytes < 1<<20 {
+		bad("syslog_queue_bytes", "must be at least 1 MiB, got %d", a.SyslogQueueBytes)
+	}
+	tlsOnly := []struct{ field, v string }{{"syslog_ca_file", a.SyslogCAFile}, {"syslog_server_name", a.SyslogServerName}}
+	if a.Syslog == "" {
+		for _, f := range tlsOnly {
+			if f.v != "" {
+				bad(f.field, `is used only with syslog = "tls://host:port", which is not set`)
+			}
+		}
+		return errs
+	}
+	_, useTLS, err := a.SyslogAddr()
+	switch {
+	case err != nil:
+		bad("syslog", "%v", err)
+	case !useTLS:
+		for _, f := range tlsOnly {
+			if f.v != "" {
+				bad(f.field, "is used only with tls://; syslog = %q sends in the clear", a.Syslog)
+			}
+		}
+	case a.SyslogCAFile != "":
+		if _, err := httpact.LoadCAFile(a.SyslogCAFile); err != nil {
+			bad("syslog_ca_file", "%v", err)
+		}
+	}
+	return errs
 }
 
 func (c *Config) jumpLoop(start string) error {

@@ -31,6 +31,9 @@ func TestExampleConfigLoads(t *testing.T) {
 	if cfg.Server != def.Server {
 		t.Errorf("example [server] = %+v; want the defaults %+v", cfg.Server, def.Server)
 	}
+	if cfg.Audit != def.Audit {
+		t.Errorf("example [audit] = %+v; want the defaults %+v", cfg.Audit, def.Audit)
+	}
 	web1 := cfg.SSH["web1"]
 	if web1 == nil || web1.Port != 22 || web1.KeySecret != "web1-deploy-key" || web1.Timeout != time.Minute {
 		t.Errorf("ssh.web1 = %+v; want port 22, key_secret web1-deploy-key, timeout 1m", web1)
@@ -47,7 +50,7 @@ func TestExampleConfigLoads(t *testing.T) {
 func TestExampleConfigShowsEveryOption(t *testing.T) {
 	// Every field of the config structs appears in config.example.toml.
 	data := readFile(t, filepath.Join("..", "..", "config.example.toml"))
-	for _, key := range tomlKeys(Server{}, SSHTarget{}, HTTPEndpoint{}) {
+	for _, key := range tomlKeys(Server{}, Audit{}, SSHTarget{}, HTTPEndpoint{}) {
 		if !strings.Contains(data, "\n"+key+" =") && !strings.Contains(data, "# "+key+" =") {
 			t.Errorf("config.example.toml does not document %q", key)
 		}
@@ -180,6 +183,36 @@ func TestParseConfigErrors(t *testing.T) {
 		{"remember a negative while",
 			"[approval]\nremember = \"-1m\"\n",
 			[]string{"approval.remember", "negative"}},
+		{"syslog over udp",
+			"[audit]\nsyslog = \"udp://siem:514\"\n",
+			[]string{"line 2: audit.syslog: udp is refused", "no delivery at all", "tcp://host:port"}},
+		{"syslog with an unknown scheme",
+			"[audit]\nsyslog = \"relp://siem:2514\"\n",
+			[]string{"line 2: audit.syslog", `unknown scheme "relp"`}},
+		{"syslog without a scheme",
+			"[audit]\nsyslog = \"siem:514\"\n",
+			[]string{"line 2: audit.syslog", `must be "tcp://host:port" or "tls://host:port"`}},
+		{"syslog without a port",
+			"[audit]\nsyslog = \"tcp://siem\"\n",
+			[]string{"audit.syslog", "needs a port", "6514"}},
+		{"syslog with userinfo",
+			"[audit]\nsyslog = \"tls://u:hunter22@siem:6514\"\n",
+			[]string{"audit.syslog", "only a scheme, a host and a port"}},
+		{"syslog CA over plain tcp",
+			"[audit]\nsyslog = \"tcp://siem:514\"\nsyslog_ca_file = \"/etc/ca.pem\"\n",
+			[]string{"line 3: audit.syslog_ca_file", "only with tls://", "in the clear"}},
+		{"syslog server name without syslog",
+			"[audit]\nsyslog_server_name = \"siem\"\n",
+			[]string{"line 2: audit.syslog_server_name", "which is not set"}},
+		{"syslog CA that cannot be read",
+			"[audit]\nsyslog = \"tls://siem:6514\"\nsyslog_ca_file = \"/nonexistent/ca.pem\"\n",
+			[]string{"line 3: audit.syslog_ca_file", "/nonexistent/ca.pem"}},
+		{"tiny syslog queue",
+			"[audit]\nsyslog_queue_bytes = 1000\n",
+			[]string{"line 2: audit.syslog_queue_bytes", "at least 1 MiB"}},
+		{"unknown audit key",
+			"[audit]\nsyslog_udp = true\n",
+			[]string{"line 2", "audit.syslog_udp", "unknown key"}},
 		{"every error ends with where to read",
 			"[server]\nmax_frame_bytes = 10\n",
 			[]string{"config.example.toml", "actiongw check"}},
@@ -278,7 +311,7 @@ func tomlKeys(structs ...any) []string {
 // TestDefaultTags checks every default tag: it parses, and an empty target
 // gets exactly the defaults config.example.toml shows for it.
 func TestDefaultTags(t *testing.T) {
-	for _, p := range []any{&Server{}, &SSHTarget{}, &HTTPEndpoint{}} {
+	for _, p := range []any{&Server{}, &Audit{}, &SSHTarget{}, &HTTPEndpoint{}} {
 		setDefaults(p) // panics on a tag that does not parse
 	}
 	example, err := Load(filepath.Join("..", "..", "config.example.toml"))
@@ -324,6 +357,35 @@ func TestLoadErrorNamesFileAndLine(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "ssh.box.timeout" || fe.Line != 5 {
 		t.Errorf("errors.As FieldError = %+v; want ssh.box.timeout on line 5", fe)
+	}
+}
+
+func TestAuditSyslog(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	certPEM, _ := testCert(t)
+	if err := os.WriteFile(filepath.Join(home, "ca.pem"), certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		toml, addr string
+		tls        bool
+	}{
+		{"syslog = \"tcp://siem.example:514\"", "siem.example:514", false},
+		{"syslog = \"tls://[::1]:6514\"\nsyslog_ca_file = \"~/ca.pem\"\nsyslog_server_name = \"siem\"", "[::1]:6514", true},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse([]byte("[audit]\n" + tt.toml + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.toml, err)
+		}
+		addr, useTLS, err := cfg.Audit.SyslogAddr()
+		if addr != tt.addr || useTLS != tt.tls || err != nil {
+			t.Errorf("%s: SyslogAddr() = %q, %v, %v; want %q, %v", tt.toml, addr, useTLS, err, tt.addr, tt.tls)
+		}
+		if tt.tls && cfg.Audit.SyslogCAFile != filepath.Join(home, "ca.pem") {
+			t.Errorf("syslog_ca_file %q; want ~/ expanded", cfg.Audit.SyslogCAFile)
+		}
 	}
 }
 
