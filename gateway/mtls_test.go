@@ -2,21 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"log"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,42 +14,9 @@ import (
 
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/tlstest"
 	"github.com/actiongw/actiongw/secrets"
 )
-
-// mtlsCA is a CA made for a test: it signs the server's certificate for
-// 127.0.0.1 and client certificates.
-type mtlsCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-// signCert returns a certificate for tmpl signed by ca (self-signed when
-// ca is nil) and its key, PEM and parsed.
-func signCert(t *testing.T, ca *mtlsCA, tmpl *x509.Certificate) (certPEM, keyPEM []byte, cert *x509.Certificate, key *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
-	parent, parentKey := tmpl, key
-	if ca != nil {
-		parent, parentKey = ca.cert, ca.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ = x509.ParseCertificate(der)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), cert, key
-}
 
 // TestHTTPMutualTLS runs http_request against a server that requires a
 // client certificate its CA signed, with the key in the keyring: the
@@ -70,37 +26,20 @@ func signCert(t *testing.T, ca *mtlsCA, tmpl *x509.Certificate) (certPEM, keyPEM
 // sends the private key back, and no result, audit record or log line
 // holds it.
 func TestHTTPMutualTLS(t *testing.T) {
-	caPEM, _, caCert, caKey := signCert(t, nil, &x509.Certificate{Subject: pkix.Name{CommonName: "test CA"},
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign})
-	ca := &mtlsCA{cert: caCert, key: caKey}
-	_, _, srvCert, srvKey := signCert(t, ca, &x509.Certificate{Subject: pkix.Name{CommonName: "server"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	client := func(cn string) (certPEM, keyPEM []byte) {
-		certPEM, keyPEM, _, _ = signCert(t, ca, &x509.Certificate{Subject: pkix.Name{CommonName: cn},
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-		return certPEM, keyPEM
-	}
-	certPEM, keyPEM := client("agent")
-	_, otherKey := client("other")
-
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ca := tlstest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.Client(t, "agent")
+	_, otherKey := ca.Client(t, "other")
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/leak" {
 			w.Write(keyPEM) // a server that holds the key, or a proxy that saw it
 			return
 		}
 		fmt.Fprintf(w, "client=%s", r.TLS.PeerCertificates[0].Subject.CommonName)
-	}))
-	clientCAs := x509.NewCertPool()
-	clientCAs.AddCert(caCert)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{srvCert.Raw}, PrivateKey: srvKey}}}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	}), tlstest.ServerOptions{ClientAuth: tls.RequireAndVerifyClientCert})
 
 	dir := t.TempDir()
 	caFile, certFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
-	for path, data := range map[string][]byte{caFile: caPEM, certFile: certPEM} {
+	for path, data := range map[string][]byte{caFile: ca.PEM(), certFile: certPEM} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}

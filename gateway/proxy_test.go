@@ -2,16 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +15,7 @@ import (
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/proxytest"
 	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/tlstest"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -31,19 +26,12 @@ import (
 // address, and the next call works; check reports the proxy.
 func TestHTTPThroughProxy(t *testing.T) {
 	p := proxytest.StartTinyproxy(t)
-	caPEM, _, caCert, caKey := signCert(t, nil, &x509.Certificate{Subject: pkix.Name{CommonName: "test CA"},
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign})
-	_, _, srvCert, srvKey := signCert(t, &mtlsCA{cert: caCert, key: caKey}, &x509.Certificate{Subject: pkix.Name{CommonName: "server"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ca := tlstest.NewCA(t, "test CA")
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "auth=%s", r.Header.Get("Authorization"))
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{srvCert.Raw}, PrivateKey: srvKey}}}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	}), tlstest.ServerOptions{})
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	down, err := net.Listen("tcp", "127.0.0.1:0")

@@ -3,48 +3,18 @@ package httpact
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-)
 
-// newClient signs a client certificate for cn with extended key usage eku
-// and returns it and its key, PEM.
-func (ca *testCA) newClient(t *testing.T, cn string, eku x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{eku}, KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-}
+	"github.com/actiongw/actiongw/internal/tlstest"
+)
 
 // peers records, per request, the common name of the client certificate
 // the server verified ("" for none).
@@ -59,13 +29,13 @@ func (p *peers) all() []string {
 	return append([]string(nil), p.cns...)
 }
 
-// serveMutual starts an HTTPS server with the CA's server certificate that
-// verifies client certificates against the CA, as auth demands, and
-// answers with the client's common name.
-func (ca *testCA) serveMutual(t *testing.T, auth tls.ClientAuthType) (*httptest.Server, *peers) {
+// serveMutual starts an HTTPS server with a certificate from ca that
+// verifies client certificates against ca, as auth demands, and answers
+// with the client's common name.
+func serveMutual(t *testing.T, ca *tlstest.CA, auth tls.ClientAuthType) (*httptest.Server, *peers) {
 	t.Helper()
 	p := &peers{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cn := ""
 		if len(r.TLS.PeerCertificates) > 0 {
 			cn = r.TLS.PeerCertificates[0].Subject.CommonName
@@ -74,21 +44,15 @@ func (ca *testCA) serveMutual(t *testing.T, auth tls.ClientAuthType) (*httptest.
 		p.cns = append(p.cns, cn)
 		p.mu.Unlock()
 		io.WriteString(w, "client="+cn)
-	}))
-	clientCAs := x509.NewCertPool()
-	clientCAs.AddCert(ca.cert)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.server}, ClientAuth: auth, ClientCAs: clientCAs}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	}), tlstest.ServerOptions{ClientAuth: auth})
 	return srv, p
 }
 
 func TestLoadClientCert(t *testing.T) {
-	ca := newTestCA(t, "a")
-	certPEM, keyPEM := ca.newClient(t, "agent", x509.ExtKeyUsageClientAuth)
-	_, otherKey := ca.newClient(t, "other", x509.ExtKeyUsageClientAuth)
-	serverOnly, serverOnlyKey := ca.newClient(t, "server", x509.ExtKeyUsageServerAuth)
+	ca := tlstest.NewCA(t, "a")
+	certPEM, keyPEM := ca.Client(t, "agent")
+	_, otherKey := ca.Client(t, "other")
+	serverOnly, serverOnlyKey := ca.ServerCert(t)
 	cat := func(b ...[]byte) []byte { return bytes.Join(b, nil) }
 	// A line of each key's base64: what a leak would show.
 	secrets := [][]byte{keyPEM[40:80], otherKey[40:80], serverOnlyKey[40:80]}
@@ -100,7 +64,7 @@ func TestLoadClientCert(t *testing.T) {
 		want   string // "" for success, else a substring of the error
 	}{
 		{"pair", certPEM, keyPEM, true, ""},
-		{"chain with the CA", cat(certPEM, ca.certPEM), keyPEM, true, ""},
+		{"chain with the CA", cat(certPEM, ca.PEM()), keyPEM, true, ""},
 		{"missing file", nil, keyPEM, false, "cannot read"},
 		{"file holds the key", keyPEM, keyPEM, false, "holds a private key"},
 		{"file holds certificate and key", cat(certPEM, keyPEM), keyPEM, false, "holds a private key"},
@@ -144,14 +108,14 @@ func TestLoadClientCert(t *testing.T) {
 // certificate, or one of another CA, fails with what to do, from Do and
 // from Probe alike.
 func TestMutualTLS(t *testing.T) {
-	ca, stranger := newTestCA(t, "a"), newTestCA(t, "stranger")
-	srv, seen := ca.serveMutual(t, tls.RequireAndVerifyClientCert)
-	roots, err := LoadCAFile(writeFile(t, "ca.pem", ca.certPEM))
+	ca, stranger := tlstest.NewCA(t, "a"), tlstest.NewCA(t, "stranger")
+	srv, seen := serveMutual(t, ca, tls.RequireAndVerifyClientCert)
+	roots, err := LoadCAFile(writeFile(t, "ca.pem", ca.PEM()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := func(ca *testCA, cn string) *tls.Certificate {
-		certPEM, keyPEM := ca.newClient(t, cn, x509.ExtKeyUsageClientAuth)
+	load := func(ca *tlstest.CA, cn string) *tls.Certificate {
+		certPEM, keyPEM := ca.Client(t, cn)
 		c, err := LoadClientCert(writeFile(t, "client.pem", certPEM), keyPEM, "client-key")
 		if err != nil {
 			t.Fatal(err)
@@ -206,14 +170,14 @@ func TestMutualTLS(t *testing.T) {
 // reload changed. The server records the identity of each request's
 // connection.
 func TestClientCertNotShared(t *testing.T) {
-	ca := newTestCA(t, "a")
-	srv, seen := ca.serveMutual(t, tls.VerifyClientCertIfGiven)
-	roots, err := LoadCAFile(writeFile(t, "ca.pem", ca.certPEM))
+	ca := tlstest.NewCA(t, "a")
+	srv, seen := serveMutual(t, ca, tls.VerifyClientCertIfGiven)
+	roots, err := LoadCAFile(writeFile(t, "ca.pem", ca.PEM()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	load := func(cn string) *tls.Certificate {
-		certPEM, keyPEM := ca.newClient(t, cn, x509.ExtKeyUsageClientAuth)
+		certPEM, keyPEM := ca.Client(t, cn)
 		c, err := LoadClientCert(writeFile(t, "client.pem", certPEM), keyPEM, "client-key")
 		if err != nil {
 			t.Fatal(err)

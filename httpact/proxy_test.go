@@ -3,17 +3,10 @@ package httpact
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,30 +18,19 @@ import (
 
 	"github.com/actiongw/actiongw/internal/proxytest"
 	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/tlstest"
 )
 
 const testClientSecret = "client-secret-7be1-SECRET"
 
-// proxiedServer is an HTTPS server on ln (nil: 127.0.0.1) with a
-// certificate from ca for 127.0.0.1 and names. It answers /token as an OAuth2 token endpoint
-// (client credentials testClientSecret, access token testToken) and every
-// other path with the credential and host it got.
-func (ca *testCA) proxiedServer(t *testing.T, ln net.Listener, names ...string) (*httptest.Server, *x509.CertPool) {
+// proxiedServer is an HTTPS server as opts says, with a certificate from
+// a new CA, and a pool that holds that CA. It answers /token as an OAuth2
+// token endpoint (client credentials testClientSecret, access token
+// testToken) and every other path with the credential and host it got.
+func proxiedServer(t *testing.T, opts tlstest.ServerOptions) (*httptest.Server, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: "proxied"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), DNSNames: names,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ca := tlstest.NewCA(t, "proxy test CA")
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/token" {
 			if _, secret, _ := r.BasicAuth(); secret != testClientSecret {
 				http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
@@ -59,18 +41,8 @@ func (ca *testCA) proxiedServer(t *testing.T, ln net.Listener, names ...string) 
 			return
 		}
 		fmt.Fprintf(w, "auth=%s host=%s path=%s", r.Header.Get("Authorization"), r.Host, r.URL.Path)
-	}))
-	if ln != nil {
-		srv.Listener.Close()
-		srv.Listener = ln
-	}
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	return srv, roots
+	}), opts)
+	return srv, ca.Pool()
 }
 
 // oauth2 is client credentials auth against srv's /token.
@@ -117,8 +89,7 @@ func wantOnlyConnect(t *testing.T, p *proxytest.Proxy, conns []string, hostport 
 // forwarded; a target the proxy cannot reach is a clear failure.
 func TestTinyproxy(t *testing.T) {
 	p := proxytest.StartTinyproxy(t)
-	ca := newTestCA(t, "proxy test CA")
-	srv, roots := ca.proxiedServer(t, nil)
+	srv, roots := proxiedServer(t, tlstest.ServerOptions{})
 	hostport := srv.Listener.Addr().String()
 	c, logs := newTestClient(t)
 	ctx := context.Background()
@@ -195,12 +166,7 @@ func TestTinyproxy(t *testing.T) {
 func TestTinyproxyFromEnvironment(t *testing.T) {
 	p := proxytest.StartTinyproxy(t)
 	name, addr := loopbackName(t)
-	ln, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := newTestCA(t, "proxy test CA")
-	srv, roots := ca.proxiedServer(t, ln, name)
+	srv, roots := proxiedServer(t, tlstest.ServerOptions{Names: []string{name}, Addr: netip.AddrPortFrom(addr, 0).String()})
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	target := net.JoinHostPort(name, port)
 	t.Setenv("HTTPS_PROXY", "http://"+p.Addr)
@@ -257,8 +223,7 @@ func loopbackName(t *testing.T) (string, netip.Addr) {
 // for plain http without a credential).
 func TestProxyHostile(t *testing.T) {
 	p := proxytest.StartTinyproxy(t)
-	ca := newTestCA(t, "proxy test CA")
-	srv, roots := ca.proxiedServer(t, nil)
+	srv, roots := proxiedServer(t, tlstest.ServerOptions{})
 	plain := newEchoServer(t)
 	c, logs := newTestClient(t)
 	ctx := context.Background()
@@ -315,8 +280,7 @@ func TestProxyHostile(t *testing.T) {
 // private allowed; a refused CONNECT, an unreachable proxy and a change of
 // proxy.
 func TestProxy(t *testing.T) {
-	ca := newTestCA(t, "proxy test CA")
-	srv, roots := ca.proxiedServer(t, nil, "api.example", "direct.example")
+	srv, roots := proxiedServer(t, tlstest.ServerOptions{Names: []string{"api.example", "direct.example"}})
 	real := srv.Listener.Addr().String()
 	_, port, _ := net.SplitHostPort(real)
 	mapping := func(hostport string) string {
@@ -419,8 +383,7 @@ func listenClosed(t *testing.T) string {
 // would carry is refused, one without goes through; an address with a
 // password is refused without being quoted.
 func TestProxyFromEnvironment(t *testing.T) {
-	ca := newTestCA(t, "proxy test CA")
-	srv, roots := ca.proxiedServer(t, nil, "api.example", "direct.example")
+	srv, roots := proxiedServer(t, tlstest.ServerOptions{Names: []string{"api.example", "direct.example"}})
 	plain := newEchoServer(t)
 	real, plainReal := srv.Listener.Addr().String(), plain.Listener.Addr().String()
 	p := proxytest.StartGo(t, func(hostport string) string {
@@ -565,8 +528,7 @@ func TestCheckProxy(t *testing.T) {
 // TLS handshake through the proxy, and only the proxy for a plain http
 // one; a refusal says which proxy refused.
 func TestProbeThroughProxy(t *testing.T) {
-	ca := newTestCA(t, "proxy test CA")
-	srv, roots := ca.proxiedServer(t, nil, "api.example")
+	srv, roots := proxiedServer(t, tlstest.ServerOptions{Names: []string{"api.example"}})
 	p := proxytest.StartGo(t, func(hostport string) string {
 		if hostport == "api.example:443" {
 			return srv.Listener.Addr().String()

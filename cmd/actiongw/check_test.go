@@ -4,16 +4,7 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,10 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/tlstest"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -53,22 +44,19 @@ func TestCheck(t *testing.T) {
 		return fmt.Sprintf("[ssh.%s]\nhost = \"127.0.0.1\"\nport = %d\nuser = %q\nkey_secret = %q\nknown_hosts = %q\n",
 			name, sshd.Port, sshd.User, secret, known)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	noRequest := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("check sent a request: %s %s", r.Method, r.URL)
-	}))
+	})
+	srv := httptest.NewServer(noRequest)
 	t.Cleanup(srv.Close)
 	api := func(name string, allowPrivate bool) string {
 		return fmt.Sprintf("[http.%s]\nbase_url = %q\nallow_private = %v\n", name, srv.URL, allowPrivate)
 	}
-	// An HTTPS API with a certificate no system root signed, and its CA.
-	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t.Errorf("check sent a request: %s %s", r.Method, r.URL)
-	}))
-	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
-	tlsSrv.StartTLS()
-	t.Cleanup(tlsSrv.Close)
+	// An HTTPS API with a certificate from a CA no system trusts, and that CA.
+	ca := tlstest.NewCA(t, "test CA")
+	tlsSrv := ca.Server(t, noRequest, tlstest.ServerOptions{})
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw}), 0o600); err != nil {
+	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	keyFile := filepath.Join(t.TempDir(), "id")
@@ -76,8 +64,10 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	tlsAPI := fmt.Sprintf("[http.private]\nbase_url = %q\nallow_private = true\n", tlsSrv.URL)
-	// A client certificate, its key and another key, both in the keyring.
-	clientCert, clientKey, otherKey := testClientCert(t)
+	// A client certificate the CA signed, its key and another key, both in
+	// the keyring.
+	clientCert, clientKey := ca.Client(t, "client")
+	_, otherKey := ca.Client(t, "other")
 	certFile := filepath.Join(t.TempDir(), "client.pem")
 	if err := os.WriteFile(certFile, clientCert, 0o600); err != nil {
 		t.Fatal(err)
@@ -149,31 +139,4 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
-}
-
-// testClientCert returns a self-signed client certificate, its key and
-// another key, PEM.
-func testClientCert(t *testing.T) (certPEM, keyPEM, otherPEM []byte) {
-	t.Helper()
-	var keys [2]*ecdsa.PrivateKey
-	var pems [2][]byte
-	for i := range keys {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[i], pems[i] = k, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &keys[0].PublicKey, keys[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pems[0], pems[1]
 }

@@ -1,15 +1,8 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/tlstest"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 )
@@ -392,7 +386,8 @@ func TestAuditSyslog(t *testing.T) {
 func TestCAFile(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	certPEM, keyPEM := testCert(t)
+	ca := tlstest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.PEM(), ca.KeyPEM()
 	files := map[string][]byte{"ca.pem": certPEM, "key.pem": keyPEM, "token.txt": []byte("ghp_0123456789abcdefghijklmnop\n")}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(home, name), data, 0o600); err != nil {
@@ -434,7 +429,8 @@ func TestCAFile(t *testing.T) {
 func TestClientCert(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	certPEM, keyPEM := testCert(t)
+	ca := tlstest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.PEM(), ca.KeyPEM()
 	for name, data := range map[string][]byte{"client.pem": certPEM, "key.pem": keyPEM} {
 		if err := os.WriteFile(filepath.Join(home, name), data, 0o600); err != nil {
 			t.Fatal(err)
@@ -474,23 +470,6 @@ func TestClientCert(t *testing.T) {
 			}
 		})
 	}
-}
-
-// testCert returns a self-signed CA certificate and its private key, PEM.
-func testCert(t *testing.T) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }
 
 // TestREADMEConfig parses the README's first configuration and checks that
