@@ -357,7 +357,7 @@ func TestLoadErrorNamesFileAndLine(t *testing.T) {
 func TestAuditSyslog(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	certPEM, _ := testCert(t)
+	certPEM := tlstest.NewCA(t, "syslog CA").PEM()
 	if err := os.WriteFile(filepath.Join(home, "ca.pem"), certPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}

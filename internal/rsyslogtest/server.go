@@ -2,15 +2,9 @@ package rsyslogtest
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +17,7 @@ import (
 
 	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/tlstest"
 )
 
 // Options vary Start.
@@ -136,49 +131,20 @@ func gtlsDriver() bool {
 // returns the global() parameters that give them to the gtls driver.
 func (s *Server) makeCerts() string {
 	t := s.t
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rsyslogtest CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, der []byte) string {
+	ca := tlstest.NewCA(t, "rsyslogtest CA")
+	certPEM, keyPEM := ca.ServerCert(t, "localhost")
+	write := func(name string, data []byte) string {
 		path := filepath.Join(s.dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
-	s.CAFile = write("ca.pem", "CERTIFICATE", caDER)
-	s.CA = x509.NewCertPool()
-	s.CA.AddCert(ca)
+	s.CAFile, s.CA = write("ca.pem", ca.PEM()), ca.Pool()
 	return fmt.Sprintf(`
        DefaultNetstreamDriver="gtls" DefaultNetstreamDriverCAFile=%q
        DefaultNetstreamDriverCertFile=%q DefaultNetstreamDriverKeyFile=%q`,
-		s.CAFile, write("cert.pem", "CERTIFICATE", der), write("key.pem", "PRIVATE KEY", keyDER))
+		s.CAFile, write("cert.pem", certPEM), write("key.pem", keyPEM))
 }
 
 // start runs rsyslogd and waits until it accepts connections.
