@@ -145,6 +145,17 @@ const (
 	recordWithdrawn   = "withdrawn"
 )
 
+// unapprovedError is an action a person did not approve, or could not be
+// asked about: a policy denial (refused records it so), told as what it
+// is.
+type unapprovedError struct{ *policy.DeniedError }
+
+func (e *unapprovedError) Error() string {
+	return fmt.Sprintf("not approved: %s (%s of %q)", e.Reason, e.Rule, e.Target)
+}
+
+func (e *unapprovedError) Unwrap() error { return e.DeniedError }
+
 // withdrawnError is a question withdrawn because the call ended (err).
 type withdrawnError struct{ err error }
 
@@ -170,7 +181,7 @@ func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question,
 		return nil
 	}
 	denied := func(reason string) error {
-		return &policy.DeniedError{Target: q.Target, Rule: rule, Reason: reason}
+		return &unapprovedError{&policy.DeniedError{Target: q.Target, Rule: rule, Reason: reason}}
 	}
 	ap, _ := ctx.Value(approverKey{}).(Approver)
 	if ap == nil {

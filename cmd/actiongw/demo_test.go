@@ -71,7 +71,7 @@ func TestDemo(t *testing.T) {
 		`     | {"service":"web","version":"1.4.2"}` + "\n     decision [approve | deny] → the person picks approve\n",
 		`approved, so it was sent: HTTP 202 in `,
 		`     | {"service":"web","version":"1.5.0-rc1"}` + "\n     decision [approve | deny] → the person picks deny\n",
-		"the person at the client declined it (approve_methods)",
+		`not approved: the person at the client declined it (approve_methods of "demo-api")`,
 		"audit log outcome: status denied, rule approve_methods, no HTTP status",
 		"demo passed: 11 steps in ",
 	} {
