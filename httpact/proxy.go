@@ -258,17 +258,67 @@ func (r *proxyRoute) isProxy(addr string) bool {
 // where it connects.
 func checkProxiedHost(host string, allowPrivate bool) error {
 	a, err := netip.ParseAddr(host)
-	if err != nil {
-		h := strings.ToLower(strings.TrimSuffix(host, "."))
-		if h != "localhost" && !strings.HasSuffix(h, ".localhost") {
-			return nil
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	switch {
+	case err == nil:
+	case numericLabel(h[strings.LastIndexByte(h, '.')+1:]):
+		// An address in another spelling ("127.1", "2130706433",
+		// "0x7f.0.0.1"), which the proxy's resolver reads as the C
+		// library does (inet_aton), as URL parsers do (WHATWG).
+		var ok bool
+		if a, ok = inetAton(h); !ok {
+			return &ProxyError{Reason: fmt.Sprintf("%s reads as an IPv4 address to a resolver, and is not a valid one", host)}
 		}
+	case h == "localhost" || strings.HasSuffix(h, ".localhost"):
 		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	default:
+		return nil
 	}
 	if r, denied := classify(a); denied && !(r.allowable && allowPrivate) {
 		return &BlockedAddressError{Host: host, Addr: a.Unmap(), Range: r.name, Allowable: r.allowable}
 	}
 	return nil
+}
+
+// numericLabel reports whether a host's last label makes it an IPv4
+// address to a URL parser: all decimal digits, or 0x and hex digits.
+func numericLabel(l string) bool {
+	if rest, ok := strings.CutPrefix(l, "0x"); ok {
+		return strings.Trim(rest, "0123456789abcdef") == ""
+	}
+	return l != "" && strings.Trim(l, "0123456789") == ""
+}
+
+// inetAton parses s as inet_aton(3) does: one to four parts, each
+// decimal, octal (a leading 0) or hex (0x), the last filling the
+// remaining bytes.
+func inetAton(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var v [4]uint64
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 0, 32) // base 0: 0x hex, 0 octal
+		if err != nil || p == "" || strings.HasPrefix(p, "0b") || strings.HasPrefix(p, "0o") || strings.Contains(p, "_") {
+			return netip.Addr{}, false
+		}
+		v[i] = n
+	}
+	last := len(parts) - 1
+	for i := range last {
+		if v[i] > 0xff {
+			return netip.Addr{}, false
+		}
+	}
+	if v[last] >= 1<<(8*(4-last)) {
+		return netip.Addr{}, false
+	}
+	n := v[last]
+	for i := range last {
+		n |= v[i] << (8 * (3 - i))
+	}
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
 // dialer returns the transport's dial function for an endpoint: a proxy
@@ -308,10 +358,13 @@ func connectAnswered(proxy, target string, resp *http.Response) error {
 		status = strings.ToValidUTF8(status[:100], "") + "..."
 	}
 	msg := fmt.Sprintf("the proxy %s refused CONNECT %s: %s", proxy, target, status)
-	if resp.StatusCode == http.StatusProxyAuthRequired {
-		msg += " (actiongw sends no proxy credentials)"
+	switch resp.StatusCode {
+	case http.StatusProxyAuthRequired:
+		return &ProxyError{Reason: msg + " (actiongw sends no proxy credentials)"}
+	case http.StatusForbidden, http.StatusMethodNotAllowed:
+		return &ProxyError{Reason: msg} // the proxy's policy: no retry changes it
 	}
-	return errors.New(msg)
+	return errors.New(msg) // 502, 503, 504: the proxy could not reach the host, maybe for now
 }
 
 // connectTunnel asks the proxy on conn for a tunnel to target, as the

@@ -325,7 +325,9 @@ func TestProxy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &Endpoint{Name: "api", BaseURL: tt.base, Auth: bearer(), AllowPrivate: tt.private, RootCAs: roots}
+			// Retries allowed: what cannot change is not retried.
+			e := &Endpoint{Name: "api", BaseURL: tt.base, Auth: bearer(), AllowPrivate: tt.private, RootCAs: roots,
+				Retry: RetryPolicy{MaxAttempts: 3}}
 			if tt.proxy != "" {
 				e.Proxy = "http://" + tt.proxy
 			}
@@ -348,8 +350,8 @@ func TestProxy(t *testing.T) {
 			if got := errors.As(res.Err, &blocked); got != (tt.blocked != "") || (got && blocked.Range != tt.blocked) {
 				t.Errorf("Result.Err = %v; want a *BlockedAddressError %v (%s)", res.Err, tt.blocked != "", tt.blocked)
 			}
-			if tt.blocked != "" && res.Attempts > 1 {
-				t.Errorf("%d attempts; a denied address is not retried", res.Attempts)
+			if (tt.blocked != "" || strings.Contains(tt.want, "refused CONNECT")) && res.Attempts > 1 {
+				t.Errorf("%d attempts; a denied address or a proxy's refusal is not retried", res.Attempts)
 			}
 			for i, p := range []*proxytest.Proxy{p1, p2} {
 				conns := connsSince(p, marks[i])
@@ -588,6 +590,61 @@ func TestProxyTransportPerSetting(t *testing.T) {
 		change()
 		if c.transport(e, base) == prev {
 			t.Errorf("a change of the proxy setting kept the transport")
+		}
+	}
+}
+
+// TestProxiedLiteralAddressForms: the proxy resolves the host with
+// getaddrinfo, which reads the inet_aton forms of an IPv4 address too
+// ("127.1", "2130706433", "0x7f.0.0.1"): they are checked as the address
+// they are, so without allow_private none reaches loopback through
+// Debian's tinyproxy. (Found by helper-21's review.)
+func TestProxiedLiteralAddressForms(t *testing.T) {
+	p := proxytest.StartTinyproxy(t)
+	srv := newEchoServer(t)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	c, _ := newTestClient(t)
+	for _, host := range []string{"127.1", "2130706433", "0x7f.0.0.1"} {
+		t.Run(host, func(t *testing.T) {
+			e := testEndpoint(srv.Server, Auth{})
+			e.Name, e.BaseURL, e.AllowPrivate, e.Proxy = host, "http://"+net.JoinHostPort(host, port)+"/api", false, "http://"+p.Addr
+			res, err := c.Do(context.Background(), e, Request{Method: "GET", Path: "/x"}, io.Discard)
+			if err != nil {
+				t.Fatalf("Do: %v", err)
+			}
+			var blocked *BlockedAddressError
+			if !errors.As(res.Err, &blocked) {
+				t.Errorf("Do = %s (HTTP %d) %s; want a *BlockedAddressError (loopback) before anything is sent", res.Status, res.HTTPStatus, res.Reason)
+			}
+		})
+	}
+}
+
+func TestInetAton(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // "" for invalid
+	}{
+		{"127.0.0.1", "127.0.0.1"},
+		{"127.1", "127.0.0.1"},
+		{"2130706433", "127.0.0.1"},
+		{"0x7f.0.0.1", "127.0.0.1"},
+		{"0177.0.0.1", "127.0.0.1"},
+		{"10.1.2", "10.1.0.2"},
+		{"0xa9fea9fe", "169.254.169.254"},
+		{"256.0.0.1", ""},
+		{"1.2.3.4.5", ""},
+		{"4294967296", ""},
+		{"08.0.0.1", ""},
+		{"0x", ""},
+		{"1..2", ""},
+		{"0b1.0.0.1", ""},
+		{"1_0.0.0.1", ""},
+	}
+	for _, tt := range tests {
+		a, ok := inetAton(tt.in)
+		if got := map[bool]string{true: a.String()}[ok]; got != tt.want {
+			t.Errorf("inetAton(%q) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
