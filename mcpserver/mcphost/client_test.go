@@ -1,7 +1,9 @@
 package mcphost_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/mcpserver"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The test binary doubles as the server process, in the mode named by
@@ -32,6 +35,11 @@ func TestMain(m *testing.M) {
 		}
 	case "hang": // ignores its stdin closing
 		time.Sleep(time.Minute)
+	case "elicit":
+		if err := elicitingServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "elicit:", err)
+			os.Exit(1)
+		}
 	case "oversize": // one line over the host's limit, then a pong for id 1
 		fmt.Println(`{"jsonrpc":"2.0","method":"x","params":{"pad":"` + strings.Repeat("y", 4096) + `"}}`)
 		fmt.Println(`{"jsonrpc":"2.0","id":1,"result":{}}`)
@@ -114,5 +122,85 @@ func TestHostWireLimit(t *testing.T) {
 	}
 	if m := c.Metrics(); m.OversizeFrames != 1 || m.LargestFrameIn > 1024 {
 		t.Errorf("got oversize_frames %d, largest_frame_in %d; want 1 and at most 1024", m.OversizeFrames, m.LargestFrameIn)
+	}
+}
+
+// elicitingServer is a server that asks its host two questions: the
+// first it waits for the answer to, the second it withdraws. It fails
+// unless the host declared form elicitation, answered the first with
+// accept, and never answered the second.
+func elicitingServer() error {
+	in := bufio.NewScanner(os.Stdin)
+	next := func() (map[string]any, error) {
+		if !in.Scan() {
+			return nil, fmt.Errorf("stdin ended: %v", in.Err())
+		}
+		var m map[string]any
+		return m, json.Unmarshal(in.Bytes(), &m)
+	}
+	init, err := next()
+	if err != nil {
+		return err
+	}
+	caps, _ := init["params"].(map[string]any)["capabilities"].(map[string]any)
+	if form, _ := caps["elicitation"].(map[string]any)["form"]; form == nil {
+		return fmt.Errorf("initialize declared no form elicitation: %v", caps)
+	}
+	fmt.Printf(`{"jsonrpc":"2.0","id":%v,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}}`+"\n", init["id"])
+	if _, err := next(); err != nil { // notifications/initialized
+		return err
+	}
+	ask := `{"jsonrpc":"2.0","id":"%s","method":"elicitation/create","params":{"mode":"form","message":"%s","requestedSchema":{"type":"object","properties":{}}}}` + "\n"
+	fmt.Printf(ask, "q1", "first")
+	answer, err := next()
+	if err != nil {
+		return err
+	}
+	if answer["id"] != "q1" || answer["result"].(map[string]any)["action"] != "accept" {
+		return fmt.Errorf("the first answer: %v", answer)
+	}
+	fmt.Printf(ask, "q2", "second")
+	fmt.Println(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"q2","reason":"withdrawn"}}`)
+	// The host closes stdin when its Close runs; nothing may come before.
+	if m, err := next(); err == nil {
+		return fmt.Errorf("after the second question was withdrawn the host sent %v", m)
+	}
+	return nil
+}
+
+// TestOnElicit: the host declares elicitation, answers a question through
+// OnElicit, and ends the context of one the server withdraws, sending no
+// answer to it; Close waits for the goroutines (goleak checks it).
+func TestOnElicit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	withdrawn := make(chan string, 1)
+	c, err := mcphost.Start(ctx, helper("elicit"), mcphost.Options{OnElicit: func(qctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		if p.Message == "first" {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		}
+		select {
+		case <-qctx.Done():
+			withdrawn <- p.Message
+		case <-ctx.Done():
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil // must not be sent
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-withdrawn:
+		if got != "second" {
+			t.Errorf("withdrawn: %q; want the second question", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the withdrawn question's context never ended")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v; want the server's clean exit (it checks the answers)", err)
 	}
 }
