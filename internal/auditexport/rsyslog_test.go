@@ -18,7 +18,8 @@ import (
 // TestRsyslog sends a real audit log's records, hostile ones among them,
 // to a real rsyslogd, in plain TCP and in TLS: every record arrives once,
 // in order, byte for byte as the log has it, and rsyslogd's own parser
-// finds the header and the structured data as they were sent.
+// finds the header and the structured data as they were sent, control
+// characters escaped.
 func TestRsyslog(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tcp", true: "tls"}[useTLS], func(t *testing.T) {
@@ -41,7 +42,7 @@ func TestRsyslog(t *testing.T) {
 				case 3:
 					cmd = strings.Repeat(`x"]\`, 50_000) // 200 kB, cut to a prefix
 				case 4:
-					cmd = "multi\nline\tcommand é"
+					cmd = "multi\nline\tcommand é \r\x1b[2J\x7f\u0085\u2028"
 				}
 				recs = append(recs, &audit.Record{Kind: audit.KindIntent, Handle: fmt.Sprintf("h%d", i), Tool: "ssh_exec", Target: "web1", Command: cmd, Decision: "allow"})
 			}
@@ -65,8 +66,8 @@ func TestRsyslog(t *testing.T) {
 				}
 				var rec audit.Record
 				json.Unmarshal(lines[i], &rec)
-				if cmd, _ := m.Param(sdID, "command"); cmd != rec.Command {
-					t.Errorf("message %d: command=%.80q; want %.80q", i, cmd, rec.Command)
+				if cmd, _ := m.Param(sdID, "command"); cmd != controlsEscaped(rec.Command) {
+					t.Errorf("message %d: command=%.80q; want %.80q, controls escaped", i, cmd, controlsEscaped(rec.Command))
 				}
 				want := parseFrame(t, enc.frame(nil, lines[i], false))
 				if r.AppName != "actiongw" || r.Hostname != "gw.test" || r.MsgID != want.MsgID || r.SD != sdText(r.Raw) || len(m.SD) != 1 {
