@@ -33,6 +33,10 @@ type Config struct {
 	// connect after a failed one: it doubles from MinBackoff up to
 	// MaxBackoff, jittered by up to half. Zero is 100 ms and 30 s.
 	MinBackoff, MaxBackoff time.Duration
+
+	// windowBytes bounds the window, for the tests; zero is
+	// defaultWindowBytes.
+	windowBytes int
 }
 
 // Bounds of what is written at once, and of the window: the records
@@ -43,9 +47,9 @@ type Config struct {
 // receiver had read but not yet stored. The window covers more than the
 // buffers, in frames; it holds about half as much in lines.
 const (
-	batchRecords = 256
-	batchBytes   = 256 << 10
-	windowBytes  = 16 << 20
+	batchRecords       = 256
+	batchBytes         = 256 << 10
+	defaultWindowBytes = 16 << 20
 	// stableAfter is how long a connection must have lasted for its end
 	// to start the backoff over.
 	stableAfter = 10 * time.Second
@@ -128,6 +132,9 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.windowBytes <= 0 {
+		cfg.windowBytes = defaultWindowBytes
 	}
 	e := &Exporter{cfg: cfg, log: cfg.Logger, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if e.log == nil {
@@ -491,7 +498,7 @@ func (s *sender) writeLines(lines [][]byte) {
 func (s *sender) remember(w written) {
 	s.window = append(s.window, w)
 	s.wbytes += w.frame
-	for s.wbytes > windowBytes {
+	for s.wbytes > s.cfg.windowBytes {
 		s.wbytes -= s.window[0].frame
 		s.window[0] = written{}
 		s.window = s.window[1:]

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,76 @@ func TestRsyslogRestart(t *testing.T) {
 	if err := closeWithin(t, e, time.Minute); err != nil {
 		t.Error(err)
 	}
+	checkArrivals(t, s, e, n)
+}
+
+// TestRsyslogRestartBeyondWindow restarts rsyslogd with more records to
+// send than the window holds: those written to the first connection,
+// three windows' worth, and those queued while rsyslogd was down, three
+// more. Only the window is sent again, as many records as its bound
+// holds, the last written; every record still arrives or is counted.
+// rsyslogd is stopped once it stored what it was sent, so that nothing
+// unread (which only a window larger than the sockets' buffers covers,
+// as the real one is) is lost with it.
+func TestRsyslogRestartBeyondWindow(t *testing.T) {
+	const window = 1 << 20 // 4 batches
+	s := rsyslogtest.Start(t, rsyslogtest.Options{})
+	e := newExporter(t, Config{Addr: s.Addr, Hostname: "gw.test", windowBytes: window})
+	enc := newEncoder("gw.test", os.Getpid())
+	frameBytes := func(seq int) int { return len(enc.frame(nil, line(seq, 2000), false)) }
+	seq := 0
+	send := func(bytes int) {
+		for b := 0; b < bytes; b += frameBytes(seq) {
+			seq++
+			e.Send(line(seq, 2000))
+		}
+	}
+	send(3 * window)
+	first := seq
+	testenv.WaitFor(t, time.Minute, "rsyslogd to store the first records", func() bool { return len(s.Received()) >= first })
+	s.Stop()
+	send(3 * window) // queued while nothing listens (a batch may go into the closed connection)
+	s.Restart()
+	send(window / 4)
+	if err := closeWithin(t, e, time.Minute); err != nil {
+		t.Error(err)
+	}
+	checkArrivals(t, s, e, seq)
+
+	// The records sent again: the last written to the first connection,
+	// in order, as many as the window's bound holds.
+	var resent []int
+	for _, r := range s.Received() {
+		m, err := rsyslogtest.Parse([]byte(r.Raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.Element(resentID); ok {
+			resent = append(resent, seqOf(t, m))
+		}
+	}
+	written := 0
+	for _, sq := range resent {
+		written += frameBytes(sq)
+	}
+	if len(resent) == 0 || resent[0] <= 1 {
+		t.Fatalf("records %v sent again; want the window's, not from the first record on", resent)
+	}
+	for i := 1; i < len(resent); i++ {
+		if resent[i] != resent[i-1]+1 {
+			t.Fatalf("records sent again %v: not one run of records", resent)
+		}
+	}
+	if last := resent[len(resent)-1]; last < first || written > window || written+frameBytes(resent[0]-1) <= window {
+		t.Errorf("records %d to %d sent again, %d bytes of frames; want up to record %d or later, as many as %d bytes hold", resent[0], last, written, first, window)
+	}
+}
+
+// checkArrivals waits until every record e sent, seq 1 to n, that its
+// counters do not say was dropped or lost has reached s, and checks that
+// they first arrived in order, after at least one reconnect.
+func checkArrivals(t *testing.T, s *rsyslogtest.Server, e *Exporter, n int) {
+	t.Helper()
 	st := e.Stats()
 	first := map[int]bool{}
 	var order []int
@@ -145,10 +216,10 @@ func TestRsyslogRestart(t *testing.T) {
 				order = append(order, sq)
 			}
 		}
-		return int64(len(first))+st.Dropped+st.Lost >= n
+		return int64(len(first))+st.Dropped+st.Lost >= int64(n)
 	})
 	t.Logf("stats after the restart: %+v; %d messages received for %d records", st, len(s.Received()), n)
-	if int64(len(first))+st.Dropped+st.Lost != n || st.Sent+st.Dropped != n {
+	if int64(len(first))+st.Dropped+st.Lost != int64(n) || st.Sent+st.Dropped != int64(n) {
 		t.Errorf("%d records arrived, %d dropped, %d lost, %d sent; want arrived + dropped + lost = sent + dropped = %d", len(first), st.Dropped, st.Lost, st.Sent, n)
 	}
 	if st.Reconnects < 1 {
