@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/actiongw/actiongw/internal/audit"
 )
 
 const (
@@ -34,12 +36,14 @@ const (
 	bom = "\xef\xbb\xbf"
 )
 
-// The words of a record (written by the gateway) that make it a warning.
+// The words of a record that make it a warning. The gateway writes the
+// first two, and has this package below it, so they are spelled here;
+// TestSeverity checks them against its constants.
 const (
-	decisionDeny      = "deny"        // an intent policy refused
-	statusDenied      = "denied"      // an outcome policy refused
-	statusInterrupted = "interrupted" // its server died while it ran
-	kindRepair        = "repair"      // the log cut a torn line off
+	decisionDeny      = "deny"                   // an intent policy refused
+	statusDenied      = "denied"                 // an outcome policy refused
+	statusInterrupted = audit.StatusInterrupted  // its server died while it ran
+	kindRepair        = string(audit.KindRepair) // the log cut a torn line off
 )
 
 // encoder turns record lines into syslog frames. It is not safe for

@@ -229,28 +229,6 @@ func TestFrameNoControlBytes(t *testing.T) {
 	}
 }
 
-func TestSeverity(t *testing.T) {
-	tests := []struct {
-		line string
-		want int
-	}{
-		{`{"kind":"intent","decision":"allow"}`, severityInfo},
-		{`{"kind":"intent","decision":"deny"}`, severityWarning},
-		{`{"kind":"outcome","status":"denied"}`, severityWarning},
-		{`{"kind":"outcome","status":"interrupted"}`, severityWarning},
-		{`{"kind":"outcome","status":"failed"}`, severityInfo},
-		{`{"kind":"repair"}`, severityWarning},
-		{`{"kind":"key"}`, severityInfo},
-		{`not json`, severityInfo},
-	}
-	for _, tt := range tests {
-		_, h, _ := fields(nil, []byte(tt.line))
-		if got := h.severity(); got != tt.want {
-			t.Errorf("%s: severity %d; want %d", tt.line, got, tt.want)
-		}
-	}
-}
-
 func TestHeaderField(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"host.example", "host.example"},
