@@ -107,6 +107,8 @@ type Exporter struct {
 	// stopErr says what the goroutine could not deliver, nil if nothing;
 	// set before done is closed.
 	stopErr error
+	// startErr is why an Exporter of NotStarted has no goroutine.
+	startErr error
 
 	sent, resent, dropped, lost, reconnects atomic.Int64
 	connected                               atomic.Bool
@@ -145,6 +147,21 @@ func New(cfg Config) (*Exporter, error) {
 	s := &sender{Exporter: e, enc: newEncoder(cfg.Hostname, os.Getpid())}
 	go s.run()
 	return e, nil
+}
+
+// NotStarted returns an Exporter for an export that is configured but
+// could not start, err saying why, to the receiver addr: it never
+// connects, every line sent to it is lost, and its Stats say so (not
+// connected, LastError from err), so that the missing copy shows where
+// the counters are read.
+func NotStarted(addr string, err error) *Exporter {
+	e := &Exporter{cfg: Config{Addr: addr}, log: slog.New(slog.DiscardHandler), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), stopped: true, startErr: err}
+	e.ctx, e.cancel = context.WithCancelCause(context.Background())
+	close(e.done)
+	msg := "the export could not start: " + err.Error()
+	e.lastErr.Store(&msg)
+	return e
 }
 
 // Send queues a copy of line, one record of the audit log as written
@@ -208,6 +225,9 @@ func (e *Exporter) Close(ctx context.Context) error {
 		<-e.done
 	}
 	e.cancel(errors.New("closed"))
+	if n := e.lost.Load(); e.startErr != nil && n > 0 {
+		return fmt.Errorf("audit export to %s: %d records not sent, the export could not start (%w); the local audit log has them", e.cfg.Addr, n, e.startErr)
+	}
 	return e.stopErr
 }
 

@@ -429,6 +429,23 @@ func TestExporterCloseAfterBreak(t *testing.T) {
 	}
 }
 
+// TestNotStarted: an export that could not start counts what it was
+// sent as lost and says why, in its counters and in Close's error.
+func TestNotStarted(t *testing.T) {
+	e := NotStarted("siem.example:6514", errors.New("open /x/ca.pem: no such file or directory"))
+	for i := 1; i <= 3; i++ {
+		e.Send(line(i, 100))
+	}
+	st := e.Stats()
+	if st.Lost != 3 || st.Sent != 0 || st.Connected || !strings.Contains(st.LastError, "could not start: open /x/ca.pem") {
+		t.Errorf("stats %+v; want 3 lost, nothing sent, not connected, the reason", st)
+	}
+	err := closeWithin(t, e, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "3 records not sent") || !strings.Contains(err.Error(), "ca.pem") {
+		t.Errorf("Close: %v; want 3 records not sent, and why", err)
+	}
+}
+
 func TestBackoffDelay(t *testing.T) {
 	lo, hi := 100*time.Millisecond, 30*time.Second
 	for n := 1; n <= 70; n++ {
