@@ -40,7 +40,9 @@ func auditKey(ctx context.Context, store SecretStore, log *slog.Logger) audit.Ke
 
 // startExport starts the export of the audit log that [audit] asks for,
 // if any. One that cannot start is logged, not fatal: the local log is
-// the durable record, and actions go on without the copy.
+// the durable record, and actions go on without the copy. It is then an
+// auditexport.NotStarted, so that health shows it not connected, its
+// records lost, and why.
 func startExport(a config.Audit, log *slog.Logger) *auditexport.Exporter {
 	if a.Syslog == "" {
 		return nil
@@ -61,8 +63,11 @@ func startExport(a config.Audit, log *slog.Logger) *auditexport.Exporter {
 		e, err = auditexport.New(cfg)
 	}
 	if err != nil {
-		log.Error("the audit log is not exported to syslog: the export could not start", "error", err)
-		return nil
+		log.Error("the audit log is not exported to syslog: the export could not start; its records count as lost in health", "error", err)
+		if addr == "" { // not quoted: a mistyped value could hold anything
+			addr = "[audit] syslog"
+		}
+		return auditexport.NotStarted(addr, err)
 	}
 	return e
 }

@@ -170,14 +170,27 @@ func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn
 	if env.gw != nil {
 		if st, ok := env.gw.AuditExport(); ok {
 			out.AuditExport = &st
-			state := "connected"
-			if !st.Connected {
-				state = "not connected"
-			}
-			text += fmt.Sprintf(" Audit export to syslog: %s, %d sent, %d dropped, %d queued.", state, st.Sent, st.Dropped, st.Queued)
+			text += " " + exportText(st)
 		}
 	}
 	return textResult("%s", text), out, nil
+}
+
+// exportText says how the audit export goes, in health's text.
+func exportText(st auditexport.Stats) string {
+	state := "connected"
+	if !st.Connected {
+		state = "not connected"
+	}
+	text := fmt.Sprintf("Audit export to syslog: %s, %d sent, %d dropped, %d lost, %d queued", state, st.Sent, st.Dropped, st.Lost, st.Queued)
+	if st.LastError != "" {
+		text += "; the last error was: " + st.LastError
+	}
+	text += "."
+	if st.Dropped+st.Lost > 0 {
+		text += " The local audit log has every record; the export's drops and losses are logged on serve's stderr, not in audit.jsonl."
+	}
+	return text
 }
 
 // publicURL drops userinfo and query from a base URL, so a credential

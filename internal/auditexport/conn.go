@@ -21,6 +21,7 @@ const (
 // into a closed connection would seem to succeed once.
 type conn struct {
 	nc   net.Conn
+	tcp  *net.TCPConn  // nc, or the connection under its TLS
 	dead chan struct{} // closed when the reader saw the connection end
 	done chan struct{} // closed when the reader returned
 	err  error         // why it ended; set before dead is closed
@@ -42,6 +43,11 @@ func dial(ctx context.Context, addr string, tlsConfig *tls.Config) (*conn, error
 		return nil, err
 	}
 	c := &conn{nc: nc, dead: make(chan struct{}), done: make(chan struct{})}
+	if tc, ok := nc.(*tls.Conn); ok {
+		c.tcp = tc.NetConn().(*net.TCPConn)
+	} else {
+		c.tcp = nc.(*net.TCPConn)
+	}
 	go c.read()
 	return c, nil
 }
@@ -67,14 +73,26 @@ func (c *conn) write(ctx context.Context, b []byte) error {
 	return err
 }
 
-// close closes the connection and waits for its reader. clean ends a
-// TLS connection with a close_notify, which the receiver must read;
-// otherwise (the connection broke, or Close gave up) the socket is closed
-// under it, so that nothing waits.
-func (c *conn) close(clean bool) {
-	if tc, ok := c.nc.(*tls.Conn); ok && !clean {
-		tc.NetConn().Close()
+// closeWrite ends what is written: with TLS a close_notify (RFC 5425,
+// section 4.4), then TCP's FIN. A receiver answers by closing its side
+// once it has read everything before them, which the reader sees as
+// io.EOF. When ctx ends first the socket is closed under it: TLS gives
+// the close_notify 5 s of its own, which would outlive ctx.
+func (c *conn) closeWrite(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { c.tcp.Close() })
+	defer stop()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if err := tc.CloseWrite(); err != nil {
+			return err
+		}
 	}
-	c.nc.Close()
+	return c.tcp.CloseWrite()
+}
+
+// close closes the socket, under whatever waits on it, and waits for the
+// reader. It writes nothing: a close_notify, if one is due, is
+// closeWrite's.
+func (c *conn) close() {
+	c.tcp.Close()
 	<-c.done
 }

@@ -10,7 +10,11 @@
 // with backoff when the connection breaks. Syslog over TCP has no
 // acknowledgement, so after a reconnect the last records written to the
 // broken connection are sent again, marked as such; a receiver may see a
-// record twice, and dedupes by its message (or its seq and prev). The
-// local log stays the durable record: what an export cannot deliver is
-// counted, never waited for.
+// record twice, and dedupes by its message (or its seq and prev). Close
+// writes what is queued, then closes the connection's writing side and
+// waits, as long as its context allows, for the receiver to close its
+// own, which a receiver does once it has read everything: the only sign
+// that the last records arrived; those not confirmed are counted lost.
+// The local log stays the durable record: what an export cannot deliver
+// is counted, never waited for.
 package auditexport

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -32,6 +33,10 @@ type Config struct {
 	// connect after a failed one: it doubles from MinBackoff up to
 	// MaxBackoff, jittered by up to half. Zero is 100 ms and 30 s.
 	MinBackoff, MaxBackoff time.Duration
+
+	// windowBytes bounds the window, for the tests; zero is
+	// defaultWindowBytes.
+	windowBytes int
 }
 
 // Bounds of what is written at once, and of the window: the records
@@ -42,9 +47,9 @@ type Config struct {
 // receiver had read but not yet stored. The window covers more than the
 // buffers, in frames; it holds about half as much in lines.
 const (
-	batchRecords = 256
-	batchBytes   = 256 << 10
-	windowBytes  = 16 << 20
+	batchRecords       = 256
+	batchBytes         = 256 << 10
+	defaultWindowBytes = 16 << 20
 	// stableAfter is how long a connection must have lasted for its end
 	// to start the backoff over.
 	stableAfter = 10 * time.Second
@@ -65,10 +70,12 @@ type Stats struct {
 	Resent int64 `json:"resent"`
 	// Dropped did not fit in the queue and were never sent.
 	Dropped int64 `json:"dropped"`
-	// Lost were still queued, never written, when Close gave up, or had
-	// been written to a connection that broke and could not be written
-	// again before it: they may not have arrived. A line sent after Close
-	// is lost too.
+	// Lost may not have arrived: when Close gave up they were still
+	// queued, or they were in the window (written last, to a connection
+	// that broke or was still open) and the receiver had not confirmed
+	// reading them. Close confirms by closing the writing side and
+	// waiting for the receiver to close its own, which a receiver does
+	// once it has read everything. A line sent after Close is lost too.
 	Lost int64 `json:"lost"`
 	// Queued are waiting to be written now.
 	Queued int `json:"queued"`
@@ -97,6 +104,12 @@ type Exporter struct {
 	closing bool // Close was called: send what is queued, then stop
 	stopped bool // the goroutine returned: a line sent now is lost
 
+	// stopErr says what the goroutine could not deliver, nil if nothing;
+	// set before done is closed.
+	stopErr error
+	// startErr is why an Exporter of NotStarted has no goroutine.
+	startErr error
+
 	sent, resent, dropped, lost, reconnects atomic.Int64
 	connected                               atomic.Bool
 	lastErr                                 atomic.Pointer[string]
@@ -122,6 +135,9 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 30 * time.Second
 	}
+	if cfg.windowBytes <= 0 {
+		cfg.windowBytes = defaultWindowBytes
+	}
 	e := &Exporter{cfg: cfg, log: cfg.Logger, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -131,6 +147,21 @@ func New(cfg Config) (*Exporter, error) {
 	s := &sender{Exporter: e, enc: newEncoder(cfg.Hostname, os.Getpid())}
 	go s.run()
 	return e, nil
+}
+
+// NotStarted returns an Exporter for an export that is configured but
+// could not start, err saying why, to the receiver addr: it never
+// connects, every line sent to it is lost, and its Stats say so (not
+// connected, LastError from err), so that the missing copy shows where
+// the counters are read.
+func NotStarted(addr string, err error) *Exporter {
+	e := &Exporter{cfg: Config{Addr: addr}, log: slog.New(slog.DiscardHandler), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), stopped: true, startErr: err}
+	e.ctx, e.cancel = context.WithCancelCause(context.Background())
+	close(e.done)
+	msg := "the export could not start: " + err.Error()
+	e.lastErr.Store(&msg)
+	return e
 }
 
 // Send queues a copy of line, one record of the audit log as written
@@ -174,10 +205,12 @@ func (e *Exporter) Stats() Stats {
 	return st
 }
 
-// Close sends what is queued, and what must be sent again, until ctx
-// ends; then it stops the goroutine, waits for it, and counts what was
-// not sent as lost. It returns an error that says how many records were
-// lost, if any were.
+// Close sends what is queued, and what must be sent again, then closes
+// the connection's writing side and waits for the receiver to close its
+// own, which says it read every record. When ctx ends first it stops the
+// goroutine, waits for it (a moment: every wait of the goroutine ends
+// with ctx), and counts what was not sent, or not confirmed, as lost. It
+// returns an error that says how many records were lost, if any were.
 func (e *Exporter) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
@@ -192,10 +225,10 @@ func (e *Exporter) Close(ctx context.Context) error {
 		<-e.done
 	}
 	e.cancel(errors.New("closed"))
-	if n := e.lost.Load(); n > 0 {
-		return fmt.Errorf("audit export to %s: %d records may not have arrived (see the local audit log)", e.cfg.Addr, n)
+	if n := e.lost.Load(); e.startErr != nil && n > 0 {
+		return fmt.Errorf("audit export to %s: %d records not sent, the export could not start (%w); the local audit log has them", e.cfg.Addr, n, e.startErr)
 	}
-	return nil
+	return e.stopErr
 }
 
 // written is a line of the window and the size of its frame.
@@ -213,7 +246,8 @@ type sender struct {
 	take [][]byte
 	// window are the lines last written, oldest first, and wbytes the
 	// size of their frames; resend is set when they must be written again
-	// before anything else.
+	// before anything else. The lines written before the window are taken
+	// to have arrived: the window holds more than the sockets' buffers.
 	window   []written
 	wbytes   int
 	resend   bool
@@ -247,7 +281,10 @@ func (s *sender) run() {
 		lines, finish := s.next()
 		switch {
 		case finish:
-			return
+			if s.ctx.Err() != nil || s.confirm() {
+				return
+			}
+			continue // it broke first: the window again, on the next
 		case lines == nil: // the connection ended
 			s.broke(s.c.err)
 			continue
@@ -257,25 +294,62 @@ func (s *sender) run() {
 }
 
 // stop ends the goroutine's work: the connection closed, what is left
-// counted as lost, and Send told.
+// (the queue, and the window unless the receiver confirmed it) counted
+// as lost, and Send told.
 func (s *sender) stop() {
 	if s.c != nil {
-		s.c.close(s.ctx.Err() == nil)
+		s.c.close()
 		s.connected.Store(false)
 	}
 	s.mu.Lock()
 	s.stopped = true
-	lost := len(s.queue)
+	queued := len(s.queue)
 	s.queue, s.qbytes = nil, 0
 	s.mu.Unlock()
-	if s.resend {
-		lost += len(s.window)
-	}
-	s.lost.Add(int64(lost))
+	unconfirmed := len(s.window)
+	s.lost.Add(int64(queued + unconfirmed))
 	s.reportDrops(true)
-	if lost > 0 {
-		s.log.Warn("audit export: records may not have reached the receiver at shutdown; the local audit log has them", "records", lost)
+	if queued+unconfirmed > 0 {
+		s.stopErr = fmt.Errorf("audit export to %s: %d records may not have arrived (%d never written, %d written but not confirmed read by the receiver); the local audit log has them",
+			s.cfg.Addr, queued+unconfirmed, queued, unconfirmed)
+		s.log.Warn("audit export: records may not have reached the receiver at shutdown; the local audit log has them",
+			"never_written", queued, "unconfirmed", unconfirmed)
 	}
+}
+
+// confirm closes the connection's writing side, after the last record,
+// and waits for the receiver to close its own: a receiver closes only
+// once it has read everything (rsyslog does within a millisecond). Then
+// the window has arrived. It returns false when the connection broke
+// instead, its window to be sent again on the next; true when the
+// receiver confirmed, or when Close gave up first and the window is
+// left for stop to count.
+func (s *sender) confirm() bool {
+	if len(s.window) == 0 {
+		return true // nothing written
+	}
+	err := s.c.closeWrite(s.ctx)
+	if err == nil {
+		select {
+		case <-s.c.dead:
+			err = s.c.err
+		case <-s.ctx.Done():
+		}
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+	case s.ctx.Err() != nil:
+		s.setErr(fmt.Errorf("the receiver did not confirm reading the last %d records before %w", len(s.window), context.Cause(s.ctx)))
+		return true
+	default:
+		s.broke(err)
+		return false
+	}
+	s.c.close()
+	s.c = nil
+	s.connected.Store(false)
+	s.window, s.wbytes = nil, 0
+	return true
 }
 
 // finished reports whether Close was called and nothing is left to write.
@@ -357,7 +431,7 @@ func backoffDelay(n int, lo, hi time.Duration) time.Duration {
 // broke closes the connection after it ended, or failed, with err: the
 // window is sent again on the next one.
 func (s *sender) broke(err error) {
-	s.c.close(false)
+	s.c.close()
 	s.c = nil
 	s.connected.Store(false)
 	if s.ctx.Err() != nil {
@@ -389,6 +463,13 @@ func (s *sender) setErr(err error) {
 func (s *sender) next() (lines [][]byte, finish bool) {
 	for {
 		s.reportDrops(false)
+		// Before writing, and before confirming at Close: records written
+		// into a connection the receiver closed would be read by no one.
+		select {
+		case <-s.c.dead:
+			return nil, false
+		default:
+		}
 		s.mu.Lock()
 		if len(s.queue) > 0 {
 			n, size := 0, 0
@@ -437,7 +518,7 @@ func (s *sender) writeLines(lines [][]byte) {
 func (s *sender) remember(w written) {
 	s.window = append(s.window, w)
 	s.wbytes += w.frame
-	for s.wbytes > windowBytes {
+	for s.wbytes > s.cfg.windowBytes {
 		s.wbytes -= s.window[0].frame
 		s.window[0] = written{}
 		s.window = s.window[1:]

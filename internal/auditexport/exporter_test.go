@@ -3,6 +3,7 @@ package auditexport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,31 +19,52 @@ import (
 	"github.com/actiongw/actiongw/internal/rsyslogtest"
 	"github.com/actiongw/actiongw/internal/syncbuf"
 	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/tlstest"
 )
 
 // receiver is a syslog receiver in the test process, for the mechanics
 // of the Exporter (rsyslog_test.go has the real one): it parses the
 // frames of each connection it accepts, or, with stall, reads nothing.
 type receiver struct {
-	t     *testing.T
-	l     net.Listener
-	stall bool
-	wg    sync.WaitGroup
+	t      *testing.T
+	l      net.Listener
+	opts   receiverOptions
+	client *tls.Config // with TLS, what trusts the receiver
+	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	conns []net.Conn
-	got   [][]*rsyslogtest.Message // by connection
+	mu     sync.Mutex
+	conns  []net.Conn
+	got    [][]*rsyslogtest.Message // by connection
+	closed bool                     // the test ended: no more connections
 }
 
-func startReceiver(t *testing.T, stall bool) *receiver {
+type receiverOptions struct {
+	stall      bool // accept, with TLS complete the handshake, read nothing
+	stallFirst bool // stall on the first connection only
+	tls        bool // TLS with a certificate for 127.0.0.1 from a CA of the test's
+}
+
+func startReceiver(t *testing.T, opts receiverOptions) *receiver {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &receiver{t: t, l: l, stall: stall}
+	r := &receiver{t: t, l: l, opts: opts}
+	if opts.tls {
+		ca := tlstest.NewCA(t, "receiver CA")
+		pair, err := tls.X509KeyPair(ca.ServerCert(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{pair}})
+		r.client = &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+	}
 	r.wg.Go(r.accept)
 	t.Cleanup(func() {
-		l.Close()
+		r.l.Close()
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
 		r.dropConns()
 		r.wg.Wait()
 	})
@@ -58,17 +80,31 @@ func (r *receiver) accept() {
 			return
 		}
 		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			c.Close()
+			return
+		}
 		r.conns = append(r.conns, c)
 		r.got = append(r.got, nil)
 		i := len(r.got) - 1
 		r.mu.Unlock()
-		if !r.stall {
-			r.wg.Go(func() { r.read(c, i) })
-		}
+		r.wg.Go(func() {
+			if tc, ok := c.(*tls.Conn); ok && tc.Handshake() != nil {
+				return
+			}
+			if !r.opts.stall && !(r.opts.stallFirst && i == 0) {
+				r.read(c, i)
+			}
+		})
 	}
 }
 
+// read reads the frames of c until it ends, then closes c, as rsyslogd
+// does: a sender that closed its writing side sees that everything it
+// wrote was read.
 func (r *receiver) read(c net.Conn, i int) {
+	defer c.Close()
 	br := bufio.NewReader(c)
 	for {
 		n, err := br.ReadString(' ')
@@ -170,7 +206,7 @@ func closeWithin(t *testing.T, e *Exporter, d time.Duration) error {
 // TestExporterInOrder: every record arrives, once, in order, on one
 // connection, and Close flushes the queue.
 func TestExporterInOrder(t *testing.T) {
-	r := startReceiver(t, false)
+	r := startReceiver(t, receiverOptions{})
 	e := newExporter(t, Config{Addr: r.addr()})
 	const n = 3000
 	for i := 1; i <= n; i++ {
@@ -199,7 +235,7 @@ func TestExporterInOrder(t *testing.T) {
 // Exporter reconnects and sends the window again, marked, before the
 // records that follow.
 func TestExporterResends(t *testing.T) {
-	r := startReceiver(t, false)
+	r := startReceiver(t, receiverOptions{})
 	e := newExporter(t, Config{Addr: r.addr()})
 	for i := 1; i <= 100; i++ {
 		e.Send(line(i, 200))
@@ -281,7 +317,7 @@ func TestExporterDrops(t *testing.T) {
 // writes; Close's deadline ends them, the goroutine returns, and what
 // may not have arrived is counted.
 func TestExporterCloseGivesUp(t *testing.T) {
-	r := startReceiver(t, true)
+	r := startReceiver(t, receiverOptions{stall: true})
 	e := newExporter(t, Config{Addr: r.addr(), QueueBytes: 64 << 20})
 	for i := 1; i <= 800; i++ { // 48 MB, more than the sockets' buffers hold
 		e.Send(line(i, 60_000))
@@ -297,6 +333,116 @@ func TestExporterCloseGivesUp(t *testing.T) {
 	}
 	if !errors.Is(e.ctx.Err(), context.Canceled) {
 		t.Errorf("the goroutine's context: %v; want it cancelled", e.ctx.Err())
+	}
+}
+
+// TestExporterCloseUnreadIsLost: records written into the socket but not
+// yet read by the receiver when serve ends are not known to have
+// arrived. A receiver that restarts then (a host shutting down stops
+// both) drops them unseen, so Close must either see the receiver read
+// them (half-close, wait for its EOF) or count them lost.
+func TestExporterCloseUnreadIsLost(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "tls"}[useTLS], func(t *testing.T) {
+			r := startReceiver(t, receiverOptions{stall: true, tls: useTLS}) // accepts, reads nothing
+			e := newExporter(t, Config{Addr: r.addr(), TLS: r.client})
+			const n = 10
+			for i := 1; i <= n; i++ {
+				e.Send(line(i, 300))
+			}
+			testenv.WaitFor(t, 30*time.Second, "every record written", func() bool { return e.Stats().Sent == n })
+			err := closeWithin(t, e, time.Second)
+			st := e.Stats()
+			if arrived := count(r.received()); int64(arrived)+st.Lost != n || err == nil || !strings.Contains(err.Error(), "10 written but not confirmed") {
+				t.Errorf("Close = %v, stats %+v, %d read by the receiver; want arrived + lost = %d and an error saying so", err, st, arrived, n)
+			}
+			if !strings.Contains(st.LastError, "did not confirm") {
+				t.Errorf("last error %q; want it to say the receiver did not confirm", st.LastError)
+			}
+		})
+	}
+}
+
+// TestExporterCloseConfirmed: a receiver that reads everything, and
+// closes its side when the Exporter closes its writing side, confirms
+// every record: Close returns nil, nothing lost.
+func TestExporterCloseConfirmed(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "tls"}[useTLS], func(t *testing.T) {
+			r := startReceiver(t, receiverOptions{tls: useTLS})
+			e := newExporter(t, Config{Addr: r.addr(), TLS: r.client})
+			const n = 500
+			for i := 1; i <= n; i++ {
+				e.Send(line(i, 300))
+			}
+			// Close without waiting: the records still queued are written
+			// first, then confirmed.
+			if err := closeWithin(t, e, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			// Confirmed means read: no wait for the receiver here.
+			if got := count(r.received()); got != n {
+				t.Errorf("%d records read by the receiver when Close returned; want %d", got, n)
+			}
+			if st := e.Stats(); st.Sent != n || st.Lost != 0 || st.Connected {
+				t.Errorf("stats %+v; want %d sent, none lost, closed", st, n)
+			}
+		})
+	}
+}
+
+// TestExporterCloseAfterBreak: the receiver drops the connection with the
+// records unread (a restart) as serve ends. Close must notice the break,
+// not take it for the end of its flush: it reconnects, writes the window
+// again, and has it confirmed.
+func TestExporterCloseAfterBreak(t *testing.T) {
+	r := startReceiver(t, receiverOptions{stallFirst: true})
+	e := newExporter(t, Config{Addr: r.addr()})
+	const n = 20
+	for i := 1; i <= n; i++ {
+		e.Send(line(i, 300))
+	}
+	testenv.WaitFor(t, 30*time.Second, "every record written", func() bool { return e.Stats().Sent == n })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close(ctx) }()
+	r.dropConns() // unread: a reset
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	got := r.received()
+	if len(got) != 2 || len(got[0]) != 0 || len(got[1]) != n {
+		var each []int
+		for _, ms := range got {
+			each = append(each, len(ms))
+		}
+		t.Fatalf("records read on each connection: %v; want none on the first, %d on the second", each, n)
+	}
+	for i, m := range got[1] {
+		if _, resent := m.Element(resentID); seqOf(t, m) != i+1 || !resent {
+			t.Errorf("message %d of the second connection: seq %d, resent %v; want %d, resent", i, seqOf(t, m), resent, i+1)
+		}
+	}
+	if st := e.Stats(); st.Lost != 0 || st.Resent != n || st.Reconnects != 1 {
+		t.Errorf("stats %+v; want none lost, %d resent, 1 reconnect", st, n)
+	}
+}
+
+// TestNotStarted: an export that could not start counts what it was
+// sent as lost and says why, in its counters and in Close's error.
+func TestNotStarted(t *testing.T) {
+	e := NotStarted("siem.example:6514", errors.New("open /x/ca.pem: no such file or directory"))
+	for i := 1; i <= 3; i++ {
+		e.Send(line(i, 100))
+	}
+	st := e.Stats()
+	if st.Lost != 3 || st.Sent != 0 || st.Connected || !strings.Contains(st.LastError, "could not start: open /x/ca.pem") {
+		t.Errorf("stats %+v; want 3 lost, nothing sent, not connected, the reason", st)
+	}
+	err := closeWithin(t, e, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "3 records not sent") || !strings.Contains(err.Error(), "ca.pem") {
+		t.Errorf("Close: %v; want 3 records not sent, and why", err)
 	}
 }
 

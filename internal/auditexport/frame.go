@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/actiongw/actiongw/internal/audit"
 )
 
 const (
@@ -34,12 +36,14 @@ const (
 	bom = "\xef\xbb\xbf"
 )
 
-// The words of a record (written by the gateway) that make it a warning.
+// The words of a record that make it a warning. The gateway writes the
+// first two, and has this package below it, so they are spelled here;
+// TestSeverity checks them against its constants.
 const (
-	decisionDeny      = "deny"        // an intent policy refused
-	statusDenied      = "denied"      // an outcome policy refused
-	statusInterrupted = "interrupted" // its server died while it ran
-	kindRepair        = "repair"      // the log cut a torn line off
+	decisionDeny      = "deny"                   // an intent policy refused
+	statusDenied      = "denied"                 // an outcome policy refused
+	statusInterrupted = audit.StatusInterrupted  // its server died while it ran
+	kindRepair        = string(audit.KindRepair) // the log cut a torn line off
 )
 
 // encoder turns record lines into syslog frames. It is not safe for
@@ -128,17 +132,46 @@ func (e *encoder) frame(dst, line []byte, resent bool) []byte {
 }
 
 // appendParamValue appends v as a PARAM-VALUE: '"', '\' and ']' escaped
-// with a backslash (RFC 5424, section 6.3.3), everything else as it is.
+// with a backslash (RFC 5424, section 6.3.3); a control character (C0,
+// DEL, C1) or a line or paragraph separator (U+2028, U+2029) as the six
+// characters \uXXXX, which RFC 5424 reads as themselves (a backslash
+// before any other character is literal); a byte that is not UTF-8 as
+// U+FFFD, as a JSON decoder reads it; everything else as it is. So no
+// value can start a line, or clear a screen, at a receiver that stores
+// or shows messages as text; the MSG has the exact line.
 func appendParamValue(dst, v []byte) []byte {
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
-		case '"', '\\', ']':
-			dst = append(dst, '\\', c)
-		default:
-			dst = append(dst, c)
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == ']':
+				dst = append(dst, '\\', c)
+			case c < 0x20 || c == 0x7f:
+				dst = appendUEscape(dst, rune(c))
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
 		}
+		r, n := utf8.DecodeRune(v[i:])
+		switch {
+		case r >= 0x80 && r <= 0x9f || r == '\u2028' || r == '\u2029':
+			dst = appendUEscape(dst, r)
+		case r == utf8.RuneError && n == 1:
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		default:
+			dst = append(dst, v[i:i+n]...)
+		}
+		i += n
 	}
 	return dst
+}
+
+// appendUEscape appends r, below U+10000, as \uXXXX.
+func appendUEscape(dst []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	return append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 }
 
 // validSDName reports whether s may be an SD-NAME (a PARAM-NAME): 1 to 32

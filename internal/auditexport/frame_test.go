@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/actiongw/actiongw/internal/audit"
@@ -153,7 +155,8 @@ func TestRecordFieldNames(t *testing.T) {
 }
 
 // TestFrameHostile: what an agent puts in a command cannot end the
-// parameter, add an element, or change the header; a secret the log
+// parameter, add an element, change the header, or put a control
+// character or line break into the structured data; a secret the log
 // redacts is redacted in the export too (it is the same line); a huge
 // field is cut as in the log.
 func TestFrameHostile(t *testing.T) {
@@ -163,6 +166,7 @@ func TestFrameHostile(t *testing.T) {
 		`echo "] [evil@32473 kind="seal"] x`,
 		`a\" b\\] c\`,
 		"new\nline\ttab \x01 é \u2028",
+		"x\nJan  1 00:00:00 gw sshd[1]: Accepted password for root\r\x00\x1b[2J\x7f\u0085\u2029 \\u000a \xff",
 		"curl -H 'Authorization: Bearer " + secret + "'",
 		strings.Repeat(`"]\`, 400_000), // 1.2 MB, cut to a prefix
 	}
@@ -182,8 +186,11 @@ func TestFrameHostile(t *testing.T) {
 		if len(m.SD) != 1 || m.MsgID != "intent" || m.Priority != 86 {
 			t.Errorf("command %d: header %+v; want one element, an intent, PRI 86", i, m)
 		}
-		if got, _ := m.Param(sdID, "command"); got != rec.Command {
-			t.Errorf("command %d: parameter %.80q; want the logged %.80q", i, got, rec.Command)
+		if got, _ := m.Param(sdID, "command"); got != controlsEscaped(rec.Command) {
+			t.Errorf("command %d: parameter %.80q; want the logged %.80q, controls escaped", i, got, controlsEscaped(rec.Command))
+		}
+		if c, ok := controlIn(b[:len(b)-len(m.Msg)]); ok {
+			t.Errorf("command %d: the frame before the MSG holds %U", i, c)
 		}
 		if bytes.Contains(b, []byte(secret)) {
 			t.Errorf("command %d: the secret is in the frame", i)
@@ -203,25 +210,22 @@ func TestFrameHostile(t *testing.T) {
 	}
 }
 
-func TestSeverity(t *testing.T) {
-	tests := []struct {
-		line string
-		want int
-	}{
-		{`{"kind":"intent","decision":"allow"}`, severityInfo},
-		{`{"kind":"intent","decision":"deny"}`, severityWarning},
-		{`{"kind":"outcome","status":"denied"}`, severityWarning},
-		{`{"kind":"outcome","status":"interrupted"}`, severityWarning},
-		{`{"kind":"outcome","status":"failed"}`, severityInfo},
-		{`{"kind":"repair"}`, severityWarning},
-		{`{"kind":"key"}`, severityInfo},
-		{`not json`, severityInfo},
-	}
-	for _, tt := range tests {
-		_, h, _ := fields(nil, []byte(tt.line))
-		if got := h.severity(); got != tt.want {
-			t.Errorf("%s: severity %d; want %d", tt.line, got, tt.want)
+// TestFrameNoControlBytes: the agent's command is copied into the
+// SD-PARAM decoded, so a newline, CR, NUL or ESC in it would reach the
+// receiver as a raw byte (the MSG, JSON, has them escaped). A receiver
+// that stores messages a line each without escaping control characters
+// (rsyslog with parser.escapeControlCharactersOnReceive off, syslog-ng's
+// default, many SIEM forwarders) would then show forged lines.
+func TestFrameNoControlBytes(t *testing.T) {
+	line := []byte(`{"seq":2,"kind":"intent","command":"x\nJan  1 00:00:00 gw sshd[1]: Accepted password for root\r\u0000\u001b[2J\u007f\u0085"}`)
+	b := newEncoder("h", 1).frame(nil, line, false)
+	for i, c := range b {
+		if c < 0x20 || c == 0x7f {
+			t.Fatalf("frame byte %d is %#x: a control character in the clear: %q", i, c, b)
 		}
+	}
+	if bytes.Contains(b, []byte("\u0085")) {
+		t.Errorf("frame holds U+0085 (NEL) raw: %q", b)
 	}
 }
 
@@ -240,9 +244,10 @@ func TestHeaderField(t *testing.T) {
 }
 
 // FuzzFrame frames any line and parses the frame back with a strict RFC
-// 5424 parser: the length is exact, the MSG is the line, and, for a JSON
-// object, the parameters are its fields, valued as a plain decoder
-// values them.
+// 5424 parser: the length is exact, the MSG is the line, nothing before
+// it is a control character or line break, and, for a JSON object, the
+// parameters are its fields, valued as a plain decoder values them with
+// controls escaped.
 func FuzzFrame(f *testing.F) {
 	for _, l := range auditLines(f, nil,
 		&audit.Record{Kind: audit.KindIntent, Handle: "h", Tool: "ssh_exec", Target: "t", Command: `x"] \ y`, Env: "A=1\nB=2"},
@@ -252,6 +257,7 @@ func FuzzFrame(f *testing.F) {
 	}
 	f.Add([]byte(`{"a":null,"b":[1,{"c":"]"}],"=":1,"`+strings.Repeat("n", 33)+`":2,"d":"\u0000\"\\]"}`), true)
 	f.Add([]byte(`{"x":1,"x":2}`), false)
+	f.Add([]byte("{\"c\":\"\\n\\r\\u001b\u0085\u2028\x7f\\\\u000a\",\"o\":{\"\u2029\":\"\xff\\t\"}}"), false)
 	f.Add([]byte("\xff\xfe not utf-8"), false)
 	f.Add([]byte(`{"time":"99999-01-01T00:00:00Z","kind":"in tent"}`), false)
 	enc := newEncoder("fuzz", 7)
@@ -263,6 +269,9 @@ func FuzzFrame(f *testing.F) {
 		m := parseFrame(t, b[len("prefix"):])
 		if !bytes.Equal(m.Msg, line) || m.BOM != utf8.Valid(line) {
 			t.Fatalf("MSG %q (BOM %v); want the line %q", m.Msg, m.BOM, line)
+		}
+		if c, ok := controlIn(b[:len(b)-len(m.Msg)]); ok {
+			t.Fatalf("the frame before the MSG holds %U: %q", c, b)
 		}
 		var obj map[string]json.RawMessage
 		isObj := json.Valid(line) && json.Unmarshal(line, &obj) == nil && obj != nil
@@ -290,7 +299,7 @@ func FuzzFrame(f *testing.F) {
 			if raw[0] == '"' {
 				json.Unmarshal(raw, &want)
 			}
-			if p.Value != want {
+			if want = controlsEscaped(want); p.Value != want {
 				t.Fatalf("%s=%q; want %q", p.Name, p.Value, want)
 			}
 		}
@@ -322,4 +331,30 @@ func duplicated(line []byte, name string) bool {
 		}
 	}
 	return n > 1
+}
+
+// controlsEscaped is s as a parameter value holds it: each control
+// character (unicode.IsControl) and line or paragraph separator as
+// \uXXXX, a byte that is not UTF-8 as U+FFFD.
+func controlsEscaped(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// controlIn returns the first control character or line or paragraph
+// separator in b, a byte that is not UTF-8 read as U+FFFD.
+func controlIn(b []byte) (rune, bool) {
+	for _, r := range string(b) {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return r, true
+		}
+	}
+	return 0, false
 }

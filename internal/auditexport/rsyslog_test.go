@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // TestRsyslog sends a real audit log's records, hostile ones among them,
 // to a real rsyslogd, in plain TCP and in TLS: every record arrives once,
 // in order, byte for byte as the log has it, and rsyslogd's own parser
-// finds the header and the structured data as they were sent.
+// finds the header and the structured data as they were sent, control
+// characters escaped.
 func TestRsyslog(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tcp", true: "tls"}[useTLS], func(t *testing.T) {
@@ -41,7 +43,7 @@ func TestRsyslog(t *testing.T) {
 				case 3:
 					cmd = strings.Repeat(`x"]\`, 50_000) // 200 kB, cut to a prefix
 				case 4:
-					cmd = "multi\nline\tcommand é"
+					cmd = "multi\nline\tcommand é \r\x1b[2J\x7f\u0085\u2028"
 				}
 				recs = append(recs, &audit.Record{Kind: audit.KindIntent, Handle: fmt.Sprintf("h%d", i), Tool: "ssh_exec", Target: "web1", Command: cmd, Decision: "allow"})
 			}
@@ -65,8 +67,8 @@ func TestRsyslog(t *testing.T) {
 				}
 				var rec audit.Record
 				json.Unmarshal(lines[i], &rec)
-				if cmd, _ := m.Param(sdID, "command"); cmd != rec.Command {
-					t.Errorf("message %d: command=%.80q; want %.80q", i, cmd, rec.Command)
+				if cmd, _ := m.Param(sdID, "command"); cmd != controlsEscaped(rec.Command) {
+					t.Errorf("message %d: command=%.80q; want %.80q, controls escaped", i, cmd, controlsEscaped(rec.Command))
 				}
 				want := parseFrame(t, enc.frame(nil, lines[i], false))
 				if r.AppName != "actiongw" || r.Hostname != "gw.test" || r.MsgID != want.MsgID || r.SD != sdText(r.Raw) || len(m.SD) != 1 {
@@ -128,6 +130,76 @@ func TestRsyslogRestart(t *testing.T) {
 	if err := closeWithin(t, e, time.Minute); err != nil {
 		t.Error(err)
 	}
+	checkArrivals(t, s, e, n)
+}
+
+// TestRsyslogRestartBeyondWindow restarts rsyslogd with more records to
+// send than the window holds: those written to the first connection,
+// three windows' worth, and those queued while rsyslogd was down, three
+// more. Only the window is sent again, as many records as its bound
+// holds, the last written; every record still arrives or is counted.
+// rsyslogd is stopped once it stored what it was sent, so that nothing
+// unread (which only a window larger than the sockets' buffers covers,
+// as the real one is) is lost with it.
+func TestRsyslogRestartBeyondWindow(t *testing.T) {
+	const window = 1 << 20 // 4 batches
+	s := rsyslogtest.Start(t, rsyslogtest.Options{})
+	e := newExporter(t, Config{Addr: s.Addr, Hostname: "gw.test", windowBytes: window})
+	enc := newEncoder("gw.test", os.Getpid())
+	frameBytes := func(seq int) int { return len(enc.frame(nil, line(seq, 2000), false)) }
+	seq := 0
+	send := func(bytes int) {
+		for b := 0; b < bytes; b += frameBytes(seq) {
+			seq++
+			e.Send(line(seq, 2000))
+		}
+	}
+	send(3 * window)
+	first := seq
+	testenv.WaitFor(t, time.Minute, "rsyslogd to store the first records", func() bool { return len(s.Received()) >= first })
+	s.Stop()
+	send(3 * window) // queued while nothing listens (a batch may go into the closed connection)
+	s.Restart()
+	send(window / 4)
+	if err := closeWithin(t, e, time.Minute); err != nil {
+		t.Error(err)
+	}
+	checkArrivals(t, s, e, seq)
+
+	// The records sent again: the last written to the first connection,
+	// in order, as many as the window's bound holds.
+	var resent []int
+	for _, r := range s.Received() {
+		m, err := rsyslogtest.Parse([]byte(r.Raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.Element(resentID); ok {
+			resent = append(resent, seqOf(t, m))
+		}
+	}
+	written := 0
+	for _, sq := range resent {
+		written += frameBytes(sq)
+	}
+	if len(resent) == 0 || resent[0] <= 1 {
+		t.Fatalf("records %v sent again; want the window's, not from the first record on", resent)
+	}
+	for i := 1; i < len(resent); i++ {
+		if resent[i] != resent[i-1]+1 {
+			t.Fatalf("records sent again %v: not one run of records", resent)
+		}
+	}
+	if last := resent[len(resent)-1]; last < first || written > window || written+frameBytes(resent[0]-1) <= window {
+		t.Errorf("records %d to %d sent again, %d bytes of frames; want up to record %d or later, as many as %d bytes hold", resent[0], last, written, first, window)
+	}
+}
+
+// checkArrivals waits until every record e sent, seq 1 to n, that its
+// counters do not say was dropped or lost has reached s, and checks that
+// they first arrived in order, after at least one reconnect.
+func checkArrivals(t *testing.T, s *rsyslogtest.Server, e *Exporter, n int) {
+	t.Helper()
 	st := e.Stats()
 	first := map[int]bool{}
 	var order []int
@@ -144,10 +216,10 @@ func TestRsyslogRestart(t *testing.T) {
 				order = append(order, sq)
 			}
 		}
-		return int64(len(first))+st.Dropped+st.Lost >= n
+		return int64(len(first))+st.Dropped+st.Lost >= int64(n)
 	})
 	t.Logf("stats after the restart: %+v; %d messages received for %d records", st, len(s.Received()), n)
-	if int64(len(first))+st.Dropped+st.Lost != n || st.Sent+st.Dropped != n {
+	if int64(len(first))+st.Dropped+st.Lost != int64(n) || st.Sent+st.Dropped != int64(n) {
 		t.Errorf("%d records arrived, %d dropped, %d lost, %d sent; want arrived + dropped + lost = sent + dropped = %d", len(first), st.Dropped, st.Lost, st.Sent, n)
 	}
 	if st.Reconnects < 1 {

@@ -2,6 +2,7 @@ package rsyslogtest
 
 import (
 	"crypto/tls"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -56,7 +57,8 @@ func TestParseFrame(t *testing.T) {
 }
 
 // TestServer sends a message to a real rsyslogd, in plain TCP and in TLS,
-// and reads it back as received; rsyslogd never creates /dev/log.
+// and reads it back as received; rsyslogd answers a half-close by closing
+// its side, and never creates /dev/log.
 func TestServer(t *testing.T) {
 	_, errBefore := os.Stat("/dev/log")
 	for _, useTLS := range []bool{false, true} {
@@ -76,6 +78,24 @@ func TestServer(t *testing.T) {
 			frame := strconv.Itoa(len(msg)) + " " + msg
 			if _, err := c.Write([]byte(frame + frame)); err != nil {
 				t.Fatal(err)
+			}
+			// rsyslogd answers a half-close by closing its side, once it
+			// has read everything: auditexport's Close relies on it.
+			// (Read under TLS: what rsyslogd sends back, at most a
+			// close_notify, is read raw.)
+			raw := c
+			if tc, ok := c.(*tls.Conn); ok {
+				if err := tc.CloseWrite(); err != nil {
+					t.Fatal(err)
+				}
+				raw = tc.NetConn()
+			}
+			if err := raw.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			raw.SetReadDeadline(time.Now().Add(time.Minute))
+			if n, err := io.Copy(io.Discard, raw); err != nil {
+				t.Errorf("after the half-close: %v (%d bytes read); want rsyslogd to close its side", err, n)
 			}
 			c.Close()
 			var got []Received
