@@ -156,9 +156,10 @@ func (g *Gateway) Close() error {
 	return err
 }
 
-// AuditExport returns the counters of the audit log's export to syslog;
-// ok is false when none runs ([audit] syslog not set, or no
-// configuration loaded yet).
+// AuditExport returns the counters of the audit log's export to syslog,
+// also of one configured that could not start (its LastError says why);
+// ok is false when none is configured ([audit] syslog not set) or no
+// configuration loaded yet.
 func (g *Gateway) AuditExport() (st auditexport.Stats, ok bool) {
 	c := g.state().core
 	if c == nil || c.export == nil {
