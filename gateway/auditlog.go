@@ -47,6 +47,25 @@ func startExport(a config.Audit, log *slog.Logger) *auditexport.Exporter {
 	if a.Syslog == "" {
 		return nil
 	}
+	cfg, err := exportConfig(a, log)
+	var e *auditexport.Exporter
+	if err == nil {
+		e, err = auditexport.New(cfg)
+	}
+	if err != nil {
+		log.Error("the audit log is not exported to syslog: the export could not start; its records count as lost in health", "error", err)
+		addr := cfg.Addr
+		if addr == "" { // not quoted: a mistyped value could hold anything
+			addr = "[audit] syslog"
+		}
+		return auditexport.NotStarted(addr, err)
+	}
+	return e
+}
+
+// exportConfig is the exporter's configuration from [audit]: the
+// receiver's address and, for tls://, what verifies its certificate.
+func exportConfig(a config.Audit, log *slog.Logger) (auditexport.Config, error) {
 	addr, useTLS, err := a.SyslogAddr()
 	cfg := auditexport.Config{Addr: addr, QueueBytes: a.SyslogQueueBytes, Logger: log}
 	if err == nil && useTLS {
@@ -58,18 +77,7 @@ func startExport(a config.Audit, log *slog.Logger) *auditexport.Exporter {
 			cfg.TLS.RootCAs, err = httpact.LoadCAFile(a.SyslogCAFile)
 		}
 	}
-	var e *auditexport.Exporter
-	if err == nil {
-		e, err = auditexport.New(cfg)
-	}
-	if err != nil {
-		log.Error("the audit log is not exported to syslog: the export could not start; its records count as lost in health", "error", err)
-		if addr == "" { // not quoted: a mistyped value could hold anything
-			addr = "[audit] syslog"
-		}
-		return auditexport.NotStarted(addr, err)
-	}
-	return e
+	return cfg, err
 }
 
 // exportFlush bounds how long a closing gateway waits for the audit

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/httpact"
+	"github.com/actiongw/actiongw/internal/auditexport"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/policy"
@@ -253,7 +254,7 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 
 // TargetCheck is what `actiongw check` reports of one target.
 type TargetCheck struct {
-	Kind   string // "ssh" or "http"
+	Kind   string // "ssh", "http" or "audit"
 	Name   string
 	Detail string // what was verified, when Err is nil
 	Err    error
@@ -262,7 +263,9 @@ type TargetCheck struct {
 // CheckTargets builds every target from cfg and store and tries each as a
 // call would, within timeout: SSH targets are dialled, their host keys
 // verified and the login tried; HTTP endpoints are connected to through the
-// address guard (with the TLS handshake for https), sending no request. The
+// address guard (with the TLS handshake for https), sending no request;
+// the audit log's syslog receiver, if any, is connected to (Kind "audit").
+// The
 // errors are the ones a tool call would get, such as *sshexec.HostKeyError
 // with the presented fingerprint.
 func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger, timeout time.Duration) []TargetCheck {
@@ -311,6 +314,15 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 		}
 		check("http", name, he.err, detail+" (no request sent)",
 			func(ctx context.Context) error { return client.Probe(ctx, he.endpoint) })
+	}
+	if cfg.Audit.Syslog != "" {
+		ec, err := exportConfig(cfg.Audit, log)
+		detail := "connected to the syslog receiver " + ec.Addr
+		if ec.TLS != nil {
+			detail += " over TLS, its certificate verified for " + ec.TLS.ServerName
+		}
+		check("audit", "syslog", err, detail+" (no record sent)",
+			func(ctx context.Context) error { return auditexport.Probe(ctx, ec.Addr, ec.TLS) })
 	}
 	wg.Wait()
 	sort.Slice(checks, func(i, j int) bool {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/actiongw/actiongw/internal/rsyslogtest"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/actiongw/actiongw/internal/testenv"
 	"github.com/actiongw/actiongw/internal/tlstest"
@@ -81,6 +82,8 @@ func TestCheck(t *testing.T) {
 	mtlsAPI := func(secret string) string {
 		return tlsAPI + fmt.Sprintf("ca_file = %q\nclient_cert = %q\nclient_key_secret = %q\n", caFile, certFile, secret)
 	}
+	// A real rsyslogd over TLS, for the audit export's row.
+	syslog := rsyslogtest.Start(t, rsyslogtest.Options{TLS: true})
 	tests := []struct {
 		name     string
 		config   string
@@ -110,6 +113,12 @@ func TestCheck(t *testing.T) {
 			[]string{"secret client-key", "http private", "ok", "no request sent"}},
 		{"client certificate and another key", mtlsAPI("other-key"), 1,
 			[]string{"http private", "FAIL", `endpoint "private": client_key_secret:`, certFile, `keyring item "other-key"`, "are not a pair"}},
+		{"syslog receiver over TLS", fmt.Sprintf("[audit]\nsyslog = \"tls://%s\"\nsyslog_ca_file = %q\nsyslog_server_name = \"localhost\"\n", syslog.Addr, syslog.CAFile), 0,
+			[]string{"audit syslog", "ok", "connected to the syslog receiver " + syslog.Addr + " over TLS", "verified for localhost", "no record sent"}},
+		{"syslog receiver with a certificate no root signed", fmt.Sprintf("[audit]\nsyslog = \"tls://%s\"\n", syslog.Addr), 1,
+			[]string{"audit syslog", "FAIL", "certificate"}},
+		{"syslog receiver not there", fmt.Sprintf("[audit]\nsyslog = \"tcp://%s\"\n", fmt.Sprintf("127.0.0.1:%d", closedPort(t))), 1,
+			[]string{"audit syslog", "FAIL", "refused"}},
 		{"duration without a unit", target("box", sshd.KnownHosts, "box-key") + "timeout = \"60\"\n", 1,
 			[]string{"config.toml:9: ssh.box.timeout:", `invalid duration "60": a duration needs a unit, e.g. "60s"`,
 				"config.example.toml", "actiongw check"}},

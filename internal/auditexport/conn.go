@@ -27,18 +27,29 @@ type conn struct {
 	err  error         // why it ended; set before dead is closed
 }
 
+// dialNet connects to addr, with the TLS handshake when tlsConfig is set.
+func dialNet(ctx context.Context, addr string, tlsConfig *tls.Config) (net.Conn, error) {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	if tlsConfig != nil {
+		return (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(ctx, "tcp", addr)
+	}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// Probe connects to the receiver at addr as the exporter would (over TLS
+// with tlsConfig, the certificate verified), sends nothing and closes the
+// connection: what actiongw check does.
+func Probe(ctx context.Context, addr string, tlsConfig *tls.Config) error {
+	nc, err := dialNet(ctx, addr, tlsConfig)
+	if err != nil {
+		return err
+	}
+	return nc.Close()
+}
+
 // dial opens a connection to addr, over TLS with tlsConfig if it is set.
 func dial(ctx context.Context, addr string, tlsConfig *tls.Config) (*conn, error) {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	var (
-		nc  net.Conn
-		err error
-	)
-	if tlsConfig != nil {
-		nc, err = (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(ctx, "tcp", addr)
-	} else {
-		nc, err = d.DialContext(ctx, "tcp", addr)
-	}
+	nc, err := dialNet(ctx, addr, tlsConfig)
 	if err != nil {
 		return nil, err
 	}
