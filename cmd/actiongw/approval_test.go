@@ -166,16 +166,7 @@ var approvalClients = []approvalClient{
 
 // startApprovals serves approvalTables, with extra TOML after them.
 func startApprovals(t *testing.T, extra string) *served {
-	s := startServedWith(t, servedOptions{tables: approvalTables + extra})
-	// The API's URL is known only once it runs: write it in.
-	b, err := os.ReadFile(s.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.cfgPath, []byte(strings.ReplaceAll(string(b), "@API@", s.api.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return startServedWith(t, servedOptions{tables: approvalTables + extra})
 }
 
 // withTimeout writes a copy of s's config whose [approval] timeout is d

@@ -88,8 +88,9 @@ type servedOptions struct {
 	// server holds extra [server] lines, such as limits.
 	server string
 	// tables holds extra TOML tables, such as more targets; @PORT@,
-	// @USER@ and @KNOWN_HOSTS@ become the test sshd's, and @USERDIR@ a
-	// directory its login user owns (served.userDir).
+	// @USER@ and @KNOWN_HOSTS@ become the test sshd's, @USERDIR@ a
+	// directory its login user owns (served.userDir), and @API@ the URL of
+	// the loopback API.
 	tables string
 	// prepare runs on the state directory before serve starts.
 	prepare func(state string)
@@ -167,7 +168,7 @@ token_secret = "api-token"
 allow_private = true
 max_attempts = 3
 %s
-`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User, "@KNOWN_HOSTS@", s.sshd.KnownHosts, "@USERDIR@", s.userDir).Replace(o.tables))
+`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User, "@KNOWN_HOSTS@", s.sshd.KnownHosts, "@USERDIR@", s.userDir, "@API@", s.api.URL).Replace(o.tables))
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
