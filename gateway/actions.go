@@ -48,6 +48,7 @@ type liveAction struct {
 	streams  []*liveStream
 	changed  notifier      // bytes arrived or the action ended
 	done     chan struct{} // closed when the fields below are set
+	left     chan struct{} // closed when it goes on in the background
 
 	mu         sync.Mutex // guards background and what follows until done
 	background bool       // it holds a slot of core.background
@@ -59,7 +60,7 @@ type liveAction struct {
 // begin registers the action that starts now under handle.
 func (r *registry) begin(handle string, intent *audit.Record, a *action, c *core, cancel context.CancelCauseFunc) *liveAction {
 	act := &liveAction{handle: handle, intent: *intent, started: time.Now(), a: a, core: c, cancel: cancel,
-		status: StatusRunning, done: make(chan struct{})}
+		status: StatusRunning, done: make(chan struct{}), left: make(chan struct{})}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byHandle == nil {
@@ -196,6 +197,7 @@ func (act *liveAction) leave() bool {
 		return false
 	}
 	act.background = true
+	close(act.left)
 	return true
 }
 

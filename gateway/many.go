@@ -286,23 +286,28 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 // that they never take the slot the fan-out itself is about to take.
 func (g *Gateway) backgroundTurn(ctx context.Context, c *core, handle string, own chan struct{}, background bool) (release func(), err error) {
 	act := g.actions.get(handle)
-	there := act != nil && act.inBackground()
-	if !background && !there {
+	if act == nil || (!background && !act.inBackground()) {
 		return func() {}, nil
-	}
-	free := c.background // nil until it is there: a nil channel never sends
-	if !there {
-		free = nil
 	}
 	select {
 	case <-own:
 		return func() { own <- struct{}{} }, nil
 	default:
 	}
+	// Until the fan-out is there, only its own slot; from then on, any
+	// free one too. (Waiting for its own slot alone would wait for a
+	// target that holds it, maybe for that target's whole run.)
 	select {
 	case <-own:
 		return func() { own <- struct{}{} }, nil
-	case free <- struct{}{}:
+	case <-act.left:
+	case <-ctx.Done():
+		return func() {}, context.Cause(ctx)
+	}
+	select {
+	case <-own:
+		return func() { own <- struct{}{} }, nil
+	case c.background <- struct{}{}:
 		return c.background.release, nil
 	case <-ctx.Done():
 		return func() {}, context.Cause(ctx)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/testenv"
 )
 
@@ -30,12 +31,12 @@ func TestSSHExecMany(t *testing.T) {
 	}
 
 	zero := 0.0
-	r = f.gw.SSHExecMany(ctx, SSHExecManyInput{Targets: []string{"box", "single"}, Command: "sleep 30", WaitS: &zero}, nil)
+	r = f.gw.SSHExecMany(ctx, SSHExecManyInput{Targets: []string{"box", "single"}, Command: "sleep 300", WaitS: &zero}, nil)
 	running := r.Structured.(*SSHExecManyOutput)
 	if running.Status != StatusRunning {
 		t.Fatalf("wait_s 0: %s", r.Text)
 	}
-	testenv.WaitFor(t, 30*time.Second, "both targets running", func() bool { return f.gw.ActiveActions() == 3 })
+	testenv.WaitFor(t, 2*time.Minute, "both targets running", func() bool { return f.gw.ActiveActions() == 3 })
 	r = f.gw.ActionStatus(ctx, ActionStatusInput{Handle: running.Handle, WaitS: &zero}, nil)
 	if st := r.Structured.(*SSHExecManyOutput); st.Summary.Running != 2 || len(st.Handles) != 2 {
 		t.Errorf("action_status of the running fan-out: %+v", st)
@@ -64,5 +65,34 @@ func TestReportProgressIncreases(t *testing.T) {
 		if reports[i] <= reports[i-1] {
 			t.Errorf("progress %v: %d after %d", reports, reports[i], reports[i-1])
 		}
+	}
+}
+
+// TestBackgroundTurnWhenThere: a fan-out headed to the background lets a
+// second target start as soon as it is there, on a free slot, while the
+// first target holds the fan-out's own slot. (The turn used to wait for
+// the own slot alone, that is for the first target's whole run: under
+// load, when the targets asked before the fan-out got there.)
+func TestBackgroundTurnWhenThere(t *testing.T) {
+	g := &Gateway{}
+	c := &core{background: make(slots, 2)}
+	act := g.actions.begin("fan", &audit.Record{}, &action{}, c, func(error) {})
+	own := make(chan struct{}, 1) // empty: the first target holds it
+	got := make(chan error, 1)
+	go func() {
+		release, err := g.backgroundTurn(context.Background(), c, "fan", own, true)
+		got <- err
+		release()
+	}()
+	if !c.background.take() || !act.leave() { // the fan-out's own slot, as await takes it
+		t.Fatal("the fan-out could not go to the background")
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a hang only: the turn is taken at once
+		t.Fatal("the second target got no turn once the fan-out was in the background")
 	}
 }
