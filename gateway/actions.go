@@ -49,6 +49,7 @@ type liveAction struct {
 	changed  notifier      // bytes arrived or the action ended
 	done     chan struct{} // closed when the fields below are set
 	left     chan struct{} // closed when it goes on in the background
+	stays    chan struct{} // closed when its call waits for its end instead
 
 	mu         sync.Mutex // guards background and what follows until done
 	background bool       // it holds a slot of core.background
@@ -60,7 +61,7 @@ type liveAction struct {
 // begin registers the action that starts now under handle.
 func (r *registry) begin(handle string, intent *audit.Record, a *action, c *core, cancel context.CancelCauseFunc) *liveAction {
 	act := &liveAction{handle: handle, intent: *intent, started: time.Now(), a: a, core: c, cancel: cancel,
-		status: StatusRunning, done: make(chan struct{}), left: make(chan struct{})}
+		status: StatusRunning, done: make(chan struct{}), left: make(chan struct{}), stays: make(chan struct{})}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byHandle == nil {
@@ -293,6 +294,7 @@ func (g *Gateway) await(ctx context.Context, act *liveAction, deadline time.Time
 	} else if ctx.Err() == nil {
 		g.log.Info("no background slot is free (max_background_actions): the call waits for its action to end", "handle", act.handle)
 	}
+	close(act.stays) // the one await of the call that started it
 	<-act.done
 	return act.finishedResult()
 }

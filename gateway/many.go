@@ -281,7 +281,8 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 // background slot (own holds its token), which one target at a time may
 // use so that the fan-out always goes on, or a free one of
 // max_background_actions. release gives it back. In the foreground it
-// takes none. background says the fan-out is headed to the background at
+// takes none, also once the fan-out's call waits for its end because no
+// background slot was free. background says the fan-out is headed to the background at
 // once (wait 0): until it is there, its targets use only its own slot, so
 // that they never take the slot the fan-out itself is about to take.
 func (g *Gateway) backgroundTurn(ctx context.Context, c *core, handle string, own chan struct{}, background bool) (release func(), err error) {
@@ -295,12 +296,15 @@ func (g *Gateway) backgroundTurn(ctx context.Context, c *core, handle string, ow
 	default:
 	}
 	// Until the fan-out is there, only its own slot; from then on, any
-	// free one too. (Waiting for its own slot alone would wait for a
-	// target that holds it, maybe for that target's whole run.)
+	// free one too; none if its call waits for its end after all (no
+	// background slot was free). Waiting for its own slot alone would wait
+	// for a target that holds it, maybe for that target's whole run.
 	select {
 	case <-own:
 		return func() { own <- struct{}{} }, nil
 	case <-act.left:
+	case <-act.stays:
+		return func() {}, nil
 	case <-ctx.Done():
 		return func() {}, context.Cause(ctx)
 	}

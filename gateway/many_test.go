@@ -96,3 +96,28 @@ func TestBackgroundTurnWhenThere(t *testing.T) {
 		t.Fatal("the second target got no turn once the fan-out was in the background")
 	}
 }
+
+// TestBackgroundTurnWhenItStays: a fan-out headed to the background whose
+// call waits for its end after all (no background slot was free) runs in
+// the foreground: its targets take no background slot, and do not queue
+// behind the one that holds its own.
+func TestBackgroundTurnWhenItStays(t *testing.T) {
+	g := &Gateway{}
+	c := &core{background: make(slots, 1)}
+	act := g.actions.begin("fan", &audit.Record{}, &action{}, c, func(error) {})
+	own := make(chan struct{}, 1) // empty: the first target holds it
+	got := make(chan error, 1)
+	go func() {
+		_, err := g.backgroundTurn(context.Background(), c, "fan", own, true)
+		got <- err
+	}()
+	close(act.stays) // as await does when it waits for the end
+	select {
+	case err := <-got:
+		if err != nil || len(c.background) != 0 {
+			t.Fatalf("turn: %v, %d background slots taken; want a turn that takes none", err, len(c.background))
+		}
+	case <-time.After(time.Minute): // a hang only: the turn is taken at once
+		t.Fatal("the second target got no turn while the fan-out's call waited for its end")
+	}
+}
