@@ -45,7 +45,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd // nil while stopped
-	exited chan struct{}
+	exited <-chan struct{}
 	log    *syncbuf.Buffer
 }
 
@@ -150,44 +150,20 @@ func (s *Server) makeCerts() string {
 // start runs rsyslogd and waits until it accepts connections.
 func (s *Server) start() error {
 	cmd := exec.Command(s.rsyslogd, "-n", "-f", s.conf, "-i", filepath.Join(s.dir, "rsyslogd.pid"))
-	log := &syncbuf.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	s.mu.Lock()
-	s.cmd, s.exited, s.log = cmd, exited, log
-	s.mu.Unlock()
-
-	// No event says rsyslogd listens: poll for a connection.
-	up := false
-	testenv.Eventually(startTimeout, func() bool {
-		select {
-		case <-exited:
-			return true
-		default:
-		}
+	exited, log, err := testenv.StartDaemon(cmd, startTimeout, func() bool {
 		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
 		if err == nil {
 			c.Close()
 		}
-		up = err == nil
-		return up
+		return err == nil
 	})
-	select {
-	case <-exited:
-		s.mu.Lock()
-		s.cmd = nil
-		s.mu.Unlock()
-		return fmt.Errorf("rsyslogd exited during start-up")
-	default:
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = log
+	if err != nil {
+		return fmt.Errorf("%w on %s", err, s.Addr)
 	}
-	if !up {
-		s.Stop()
-		return fmt.Errorf("rsyslogd did not listen on %s within %v", s.Addr, startTimeout)
-	}
+	s.cmd, s.exited = cmd, exited
 	return nil
 }
 

@@ -90,7 +90,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
-	exited  chan struct{}
+	exited  <-chan struct{}
 	log     *syncbuf.Buffer
 	orphans []int // processes left behind by Crash, killed at cleanup
 }
@@ -250,39 +250,15 @@ func (s *Server) writeConfig(opts Options, hostKeys []string) {
 // start runs sshd and waits until it sends its banner.
 func (s *Server) start() error {
 	cmd := exec.Command(s.sshd, "-D", "-e", "-f", s.configPath)
-	log := &syncbuf.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	exited, log, err := testenv.StartDaemon(cmd, startTimeout, func() bool { return banner(s.Addr()) })
 	s.mu.Lock()
-	s.cmd, s.exited, s.log = cmd, exited, log
-	s.mu.Unlock()
-
-	// No event says sshd listens: poll for its banner.
-	up := false
-	testenv.Eventually(startTimeout, func() bool {
-		select {
-		case <-exited:
-			return true
-		default:
-		}
-		up = banner(s.Addr())
-		return up
-	})
-	select {
-	case <-exited:
-		return fmt.Errorf("sshd exited during start-up")
-	default:
+	defer s.mu.Unlock()
+	s.log = log
+	if err != nil {
+		return fmt.Errorf("%w on %s", err, s.Addr())
 	}
-	if up {
-		return nil
-	}
-	cmd.Process.Kill()
-	<-exited
-	return fmt.Errorf("sshd did not answer on %s within %v", s.Addr(), startTimeout)
+	s.cmd, s.exited = cmd, exited
+	return nil
 }
 
 // startTimeout bounds sshd's start-up, which takes milliseconds when the
