@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,9 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -70,21 +67,7 @@ func tsClient(t *testing.T, s *served, nodePath, cfgPath string, answers []any, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Generous: node and serve start slowly on a loaded machine.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "elicit-client.cjs"), string(spec))
-	cmd.Env = append(s.env, "NODE_PATH="+nodePath)
-	// On a timeout, stop node and the serve process it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("elicit-client: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
+	out, stderr := nodeOutput(t, append(s.env, "NODE_PATH="+nodePath), "node", filepath.Join("testdata", "elicit-client.cjs"), string(spec))
 	var run tsRun
 	lines := bufio.NewScanner(bytes.NewReader(out))
 	lines.Buffer(nil, 1<<20)
@@ -110,7 +93,7 @@ func tsClient(t *testing.T, s *served, nodePath, cfgPath string, answers []any, 
 		}
 	}
 	if len(run.results) != len(calls) {
-		t.Fatalf("elicit-client printed %d results for %d calls:\n%s\nstderr:\n%s", len(run.results), len(calls), out, stderr.String())
+		t.Fatalf("elicit-client printed %d results for %d calls:\n%s\nstderr:\n%s", len(run.results), len(calls), out, stderr)
 	}
 	return run
 }

@@ -239,24 +239,10 @@ func TestServeDemoInspector(t *testing.T) {
 	env := freshEnv(t, t.TempDir())
 	inspect := func(args ...string) []byte {
 		t.Helper()
-		// Generous: each call starts node and the inspector, which takes
-		// tens of seconds on a loaded machine.
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-		defer cancel()
 		// --no: use the installed package, never fetch one; "--" keeps npm
-		// from taking --cli for its own option.
-		cmd := exec.CommandContext(ctx, "npx", append([]string{"--no", "--", "@modelcontextprotocol/inspector", "--cli", bin, "serve", "-demo"}, args...)...)
-		cmd.Env = env
-		// npx runs the inspector through a shell and node: stop them all.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 5 * time.Second
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("inspector %v: %v\n%s", args, err, stderr.String())
-		}
+		// from taking --cli for its own option. npx runs the inspector
+		// through a shell and node.
+		out, _ := nodeOutput(t, env, "npx", append([]string{"--no", "--", "@modelcontextprotocol/inspector", "--cli", bin, "serve", "-demo"}, args...)...)
 		return out
 	}
 
@@ -309,3 +295,26 @@ func inspectorInstalled() bool {
 // allTools is what tools/list gives, sorted.
 var allTools = []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets",
 	"read_output", "search_output", "ssh_download", "ssh_exec", "ssh_exec_many", "ssh_upload"}
+
+// nodeOutput runs a Node.js program (name and args) with env and returns
+// its stdout and stderr, failing t when it fails. It runs in a process group of its
+// own, which a timeout kills whole (node, the shells npx starts, and the
+// serve process a client starts). Generous: node starts slowly on a loaded
+// machine.
+func nodeOutput(t *testing.T, env []string, name string, args ...string) (stdout []byte, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", name, args, err, out, errOut.String())
+	}
+	return out, errOut.String()
+}
