@@ -297,7 +297,7 @@ func TestProxy(t *testing.T) {
 		}
 		return resolve(ctx, host)
 	}
-	closed := listenClosed(t)
+	closed := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	ctx := context.Background()
 
 	tests := []struct {
@@ -367,17 +367,6 @@ func TestProxy(t *testing.T) {
 			}
 		})
 	}
-}
-
-// listenClosed returns a loopback host:port nothing listens on.
-func listenClosed(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // TestProxyFromEnvironment: use_env_proxy honours HTTPS_PROXY, HTTP_PROXY

@@ -117,7 +117,7 @@ func TestCheck(t *testing.T) {
 			[]string{"audit syslog", "ok", "connected to the syslog receiver " + syslog.Addr + " over TLS", "verified for localhost", "no record sent"}},
 		{"syslog receiver with a certificate no root signed", fmt.Sprintf("[audit]\nsyslog = \"tls://%s\"\n", syslog.Addr), 1,
 			[]string{"audit syslog", "FAIL", "certificate"}},
-		{"syslog receiver not there", fmt.Sprintf("[audit]\nsyslog = \"tcp://%s\"\n", fmt.Sprintf("127.0.0.1:%d", closedPort(t))), 1,
+		{"syslog receiver not there", fmt.Sprintf("[audit]\nsyslog = \"tcp://%s\"\n", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))), 1,
 			[]string{"audit syslog", "FAIL", "refused"}},
 		{"duration without a unit", target("box", sshd.KnownHosts, "box-key") + "timeout = \"60\"\n", 1,
 			[]string{"config.toml:9: ssh.box.timeout:", `invalid duration "60": a duration needs a unit, e.g. "60s"`,

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,17 +26,6 @@ func fleetTarget(name, extra string) string {
 	return fmt.Sprintf("[ssh.%s]\nhost = \"127.0.0.1\"\nport = @PORT@\nuser = \"@USER@\"\nkey_secret = \"box-key\"\nknown_hosts = \"@KNOWN_HOSTS@\"\n%s\n", name, extra)
 }
 
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port
-}
-
 // startFleet serves 22 targets m01..m22 that are the same sshd under other
 // names (so other pooled connections): m01-m05 set ROLE=canary. Also
 // unreach (a closed port) and denier (which denies touch), and groups.
@@ -50,7 +38,7 @@ func startFleet(t *testing.T) *served {
 		}
 		b.WriteString(fleetTarget(fmt.Sprintf("m%02d", i), extra))
 	}
-	b.WriteString(strings.Replace(fleetTarget("unreach", ""), "@PORT@", fmt.Sprint(closedPort(t)), 1))
+	b.WriteString(strings.Replace(fleetTarget("unreach", ""), "@PORT@", fmt.Sprint(testenv.FreePort(t)), 1))
 	b.WriteString(fleetTarget("denier", `deny_commands = ["touch"]`))
 	b.WriteString(fleetTarget("solo", "max_concurrent = 1"))
 	b.WriteString(`

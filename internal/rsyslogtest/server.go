@@ -59,7 +59,7 @@ func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	s := &Server{t: t, rsyslogd: rsyslogdPath(t), dir: t.TempDir()}
 	s.received = filepath.Join(s.dir, "received.log")
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
 	var tlsConf string
 	if opts.TLS {
 		if !gtlsDriver() {
@@ -247,14 +247,4 @@ func (s *Server) Received() []Received {
 		}
 		msgs = append(msgs, m)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

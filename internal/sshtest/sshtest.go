@@ -191,7 +191,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s.Authorize(signer.PublicKey())
 
 	for attempt := 0; ; attempt++ {
-		s.Port = freePort(t)
+		s.Port = testenv.FreePort(t)
 		s.writeConfig(opts, hostKeyPaths)
 		err := s.start()
 		if err == nil {
@@ -542,13 +542,3 @@ func ReadPID(t testing.TB, path string, d time.Duration) int {
 // isSSHD reports whether pid is one of sshd's own processes ("sshd", or
 // "sshd-session" and "sshd-auth" since OpenSSH 9.8), not a command it ran.
 func isSSHD(pid int) bool { return strings.HasPrefix(proc.Name(pid), "sshd") }
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}

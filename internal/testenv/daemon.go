@@ -2,8 +2,10 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/syncbuf"
@@ -45,4 +47,16 @@ func StartDaemon(cmd *exec.Cmd, d time.Duration, up func() bool) (exited <-chan 
 		return nil, log, fmt.Errorf("%s did not come up within %v", name, d)
 	}
 	return done, log, nil
+}
+
+// FreePort returns a loopback port nothing listens on now: for a daemon
+// to listen on, or for an address that refuses connections.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
