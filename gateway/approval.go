@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/sshexec"
 )
@@ -264,7 +264,7 @@ func shown(red func(string) string, s string) string {
 // writeStdin shows the size, hash and start of a command's stdin.
 func writeStdin(b *strings.Builder, red func(string) string, stdin string) {
 	if stdin != "" {
-		fmt.Fprintf(b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(stdin), sha256Hex(stdin), shown(red, preview(stdin)))
+		fmt.Fprintf(b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(stdin), sha256Hex(stdin), shown(red, output.Clip(stdin, previewBytes)))
 	}
 }
 
@@ -302,17 +302,6 @@ func hostKeyQuestion(cfg *config.Config, e *sshexec.HostKeyError) *Question {
 
 // previewBytes bounds the start of a body or stdin shown in a question.
 const previewBytes = 1024
-
-func preview(s string) string {
-	if len(s) <= previewBytes {
-		return s
-	}
-	cut := previewBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
 
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -363,7 +352,7 @@ func (g *Gateway) requestQuestion(cfg *config.Config, endpoint, base, path strin
 		if req.JSON {
 			kind = "JSON body"
 		}
-		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), shown(red, preview(body)))
+		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), shown(red, output.Clip(body, previewBytes)))
 	}
 	return &Question{Asked: AskedRequest, Target: endpoint, Message: b.String(),
 		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(parts...)}

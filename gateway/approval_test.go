@@ -84,14 +84,3 @@ func TestQuestionKey(t *testing.T) {
 		t.Error("questionKey is not a function of its parts")
 	}
 }
-
-func TestPreview(t *testing.T) {
-	long := strings.Repeat("é", previewBytes) // two bytes each
-	got := preview(long)
-	if !utf8.ValidString(got) || len(got) > previewBytes+len("…") || !strings.HasSuffix(got, "…") {
-		t.Errorf("preview of %d bytes: %d bytes, valid %v", len(long), len(got), utf8.ValidString(got))
-	}
-	if preview("short") != "short" {
-		t.Error("a short text was changed")
-	}
-}
