@@ -171,6 +171,8 @@ func (s *Spool) moveInLocked(a *Action) error {
 	}
 	a.dir = dst
 	s.actions[a.handle] = a
+	s.disk.Add(a.diskBytes())
+	s.addFinishedLocked(a)
 	return nil
 }
 
@@ -226,32 +228,29 @@ func (s *Spool) recoverAction(dir, handle string, layout *spoolLayout) (*Action,
 
 // evictLocked takes over what ended processes left (at most every
 // adoptEvery), then removes finished actions past their TTL, then the
-// oldest finished ones while the spool is over its disk cap.
+// oldest finished ones while the spool is over its disk cap. It costs
+// what it removes, not what the spool holds: it is called on every action
+// and every read.
 func (s *Spool) evictLocked() {
 	now := s.now()
 	if !now.Before(s.nextAdopt) {
 		s.adoptLocked(false)
 		s.nextAdopt = now.Add(adoptEvery)
 	}
-	total := 3 * s.block // the spool directory, this process's in it, and its spool.json
-	for _, a := range s.actions {
-		if !a.running && s.opts.TTL > 0 && now.Sub(a.meta.Finished) > s.opts.TTL {
-			s.removeLocked(a)
-			continue
+	for len(s.finished) > 0 {
+		expired := s.opts.TTL > 0 && now.Sub(s.finished[0].meta.Finished) > s.opts.TTL
+		over := s.opts.MaxBytes > 0 && s.usedLocked() > s.opts.MaxBytes
+		if !expired && !over {
+			return
 		}
-		total += a.diskBytes()
-	}
-	if s.opts.MaxBytes <= 0 || total <= s.opts.MaxBytes {
-		return
-	}
-	for _, a := range s.oldestFinishedLocked() {
-		if total <= s.opts.MaxBytes {
-			break
-		}
-		total -= a.diskBytes()
-		s.removeLocked(a)
+		s.removeOldestLocked()
 	}
 }
+
+// usedLocked is the disk the spool takes as MaxBytes counts it: the
+// actions, plus the spool directory, this process's in it, and its
+// spool.json.
+func (s *Spool) usedLocked() int64 { return 3*s.block + s.disk.Load() }
 
 // Reclaim frees disk space after a write failed for want of it: it takes
 // over what processes that have ended left in the spool, then evicts the
@@ -264,28 +263,34 @@ func (s *Spool) Reclaim(need int64) (freed int64) {
 	defer s.mu.Unlock()
 	s.adoptLocked(false)
 	s.nextAdopt = s.now().Add(adoptEvery)
-	for _, a := range s.oldestFinishedLocked() {
-		if freed >= need {
-			break
-		}
-		freed += a.diskBytes()
-		s.removeLocked(a)
+	for freed < need && len(s.finished) > 0 {
+		freed += s.removeOldestLocked()
 	}
 	return freed
 }
 
-func (s *Spool) oldestFinishedLocked() []*Action {
-	var finished []*Action
-	for _, a := range s.actions {
-		if !a.running {
-			finished = append(finished, a)
+// addFinishedLocked puts a finished action in s.finished, in its place by
+// finish time: at the end, unless the clock went back or it was taken
+// over from another process.
+func (s *Spool) addFinishedLocked(a *Action) {
+	i, _ := slices.BinarySearchFunc(s.finished, a.meta.Finished, func(x *Action, t time.Time) int {
+		if x.meta.Finished.After(t) {
+			return 1
 		}
-	}
-	slices.SortFunc(finished, func(x, y *Action) int { return x.meta.Finished.Compare(y.meta.Finished) })
-	return finished
+		return -1 // equal times keep their order of arrival
+	})
+	s.finished = slices.Insert(s.finished, i, a)
 }
 
-func (s *Spool) removeLocked(a *Action) {
+// removeOldestLocked removes the oldest finished action and returns what
+// it took on disk.
+func (s *Spool) removeOldestLocked() int64 {
+	a := s.finished[0]
+	s.finished[0] = nil // not kept alive by the array behind the slice
+	s.finished = s.finished[1:]
 	delete(s.actions, a.handle)
+	n := a.diskBytes()
+	s.disk.Add(-n)
 	os.RemoveAll(a.dir)
+	return n
 }

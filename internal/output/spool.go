@@ -99,8 +99,16 @@ type Spool struct {
 	// searchLimit is SearchTimeLimit; tests shorten it.
 	searchLimit time.Duration
 
-	mu        sync.Mutex
-	actions   map[string]*Action
+	// disk is what the actions in actions take on disk (see
+	// Action.diskBytes): their streams add what they write to it as they
+	// write, so eviction need not add up every action each time.
+	disk atomic.Int64
+
+	mu      sync.Mutex
+	actions map[string]*Action
+	// finished holds the finished actions in actions, oldest first (by
+	// meta.Finished): eviction and Reclaim take from its front.
+	finished  []*Action
 	nextAdopt time.Time // when eviction next looks for ended owners
 }
 
@@ -224,6 +232,7 @@ func (s *Spool) Begin(tool, target string) *Action {
 	}
 	s.mu.Lock()
 	s.actions[h] = a
+	s.disk.Add(a.diskBytes())
 	s.evictLocked()
 	s.mu.Unlock()
 	return a
@@ -289,7 +298,11 @@ func (a *Action) Finish() {
 		}
 		s.mu.Lock()
 		a.running = false
+		if a.hasDir {
+			s.disk.Add(metaDisk - a.metaDisk)
+		}
 		a.metaDisk = metaDisk
+		s.addFinishedLocked(a)
 		s.evictLocked()
 		s.mu.Unlock()
 	})
@@ -556,7 +569,7 @@ func (st *spoolStream) write(p []byte, newlines int64) {
 			return
 		}
 		st.f = f
-		st.disk.Store(st.spool.block)
+		st.setDisk(st.spool.block)
 	}
 	if st.f == nil {
 		m.TailLost = true
@@ -590,7 +603,7 @@ func (st *spoolStream) write(p []byte, newlines int64) {
 			return
 		}
 	}
-	st.disk.Store(st.spool.blocks(m.HeadKept + max(0, min(m.Total-m.HeadCap, m.TailCap))))
+	st.setDisk(st.spool.blocks(m.HeadKept + max(0, min(m.Total-m.HeadCap, m.TailCap))))
 }
 
 // writeAt writes p at off in the file; when the disk is full it has the
@@ -621,6 +634,11 @@ func (st *spoolStream) complete() {
 }
 
 func (st *spoolStream) diskBytes() int64 { return st.disk.Load() }
+
+// setDisk records that the stream's file takes n bytes on disk now, in
+// the spool's total too: it is called only while the action runs, when
+// the action is in the spool's actions.
+func (st *spoolStream) setDisk(n int64) { st.spool.disk.Add(n - st.disk.Swap(n)) }
 
 // snapshot returns the stream's meta as it is now.
 func (st *spoolStream) snapshot() streamMeta {

@@ -180,6 +180,7 @@ func TestSpoolDiskCap(t *testing.T) {
 	if got, want := diskUsage(t, dir), 9*block; got > want {
 		t.Errorf("spool takes %d bytes on disk; want at most the cap, %d", got, want)
 	}
+	checkBooks(t, sp)
 }
 
 // TestSpoolDiskCapCountsEveryFile: with a cap smaller than one action,
@@ -442,6 +443,38 @@ func TestSpoolConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	checkBooks(t, sp)
+}
+
+// checkBooks checks what the spool keeps to evict without looking at
+// every action: its disk total is the sum of what its actions take, and
+// its finished list holds its finished actions, oldest first.
+func checkBooks(t *testing.T, sp *Spool) {
+	t.Helper()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	var total int64
+	var finished []*Action
+	for _, a := range sp.actions {
+		total += a.diskBytes()
+		if !a.running {
+			finished = append(finished, a)
+		}
+	}
+	if got := sp.disk.Load(); got != total {
+		t.Errorf("spool's disk total %d; want the sum over its actions, %d", got, total)
+	}
+	if len(sp.finished) != len(finished) {
+		t.Errorf("spool's finished list has %d actions; want %d", len(sp.finished), len(finished))
+	}
+	for i, a := range sp.finished {
+		if sp.actions[a.handle] != a || a.running {
+			t.Errorf("finished list [%d] %s: not a finished action of the spool", i, a.handle)
+		}
+		if i > 0 && a.meta.Finished.Before(sp.finished[i-1].meta.Finished) {
+			t.Errorf("finished list [%d] %s finished before the one ahead of it", i, a.handle)
+		}
+	}
 }
 
 // liveSet says which fake process IDs run, for spools opened in one test
@@ -543,6 +576,7 @@ func TestSpoolOwners(t *testing.T) {
 			t.Errorf("b reading ended a's action: got %+v, %v; want %q", p, err, tt.want)
 		}
 	}
+	checkBooks(t, b)
 }
 
 // TestSpoolAdoptRace: when two processes start at the same moment, each
@@ -661,6 +695,7 @@ func TestSpoolReclaim(t *testing.T) {
 		t.Errorf("running action: %v; want it kept", err)
 	}
 	running.Finish()
+	checkBooks(t, sp)
 }
 
 // TestSpoolLegacyLayout: actions a version before owner directories left
@@ -913,4 +948,41 @@ func TestSpoolRunningSplitCharacter(t *testing.T) {
 		t.Errorf("page after the character completed: %+v", p)
 	}
 	a.Finish()
+}
+
+// BenchmarkSpoolAction is one small action (begin, a stdout write,
+// finish, a read) on a spool that keeps 1 and 20000 finished actions, at
+// its disk cap so that every action evicts one: what an action costs must
+// not grow with what the spool holds.
+func BenchmarkSpoolAction(b *testing.B) {
+	for _, kept := range []int{1, 20000} {
+		b.Run(fmt.Sprintf("kept=%d", kept), func(b *testing.B) {
+			dir := b.TempDir()
+			block := blockSize(dir)
+			// Each action takes three blocks: its directory, meta.json and
+			// stdout.out; the spool three of its own.
+			sp, err := OpenSpool(dir, SpoolOptions{MaxBytes: int64(3+3*kept) * block, RetainHeadBytes: 1 << 20})
+			if err != nil {
+				b.Fatal(err)
+			}
+			line := []byte("ok\n")
+			one := func() {
+				act := sp.Begin("ssh_exec", "web1")
+				act.Capture("stdout", nil, previews).Write(line)
+				act.Finish()
+				if _, err := sp.Read(b.Context(), act.Handle(), "stdout", 0, false, 0, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range kept {
+				one()
+			}
+			if got := len(sp.actions); got != kept {
+				b.Fatalf("spool keeps %d actions; want %d", got, kept)
+			}
+			for b.Loop() {
+				one()
+			}
+		})
+	}
 }
