@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -345,14 +346,26 @@ func BenchmarkMCPSFTP(b *testing.B) {
 
 // startFleetB serves n targets f00..f(n-1), the same sshd under other
 // names (so other pooled connections), warmed: each has its connection.
-func startFleetB(b *testing.B, n int, server string) (*served, []string) {
+// With a round trip, they reach it through a delayProxy.
+func startFleetB(b *testing.B, n int, server string, rtt time.Duration) (*served, []string) {
 	var tables strings.Builder
 	names := make([]string, n)
+	var proxy *delayProxy
+	if rtt > 0 {
+		proxy = startDelayProxy(b, rtt/2)
+	}
 	for i := range n {
 		names[i] = fmt.Sprintf("f%02d", i)
-		tables.WriteString(fleetTarget(names[i], ""))
+		if proxy == nil {
+			tables.WriteString(fleetTarget(names[i], ""))
+			continue
+		}
+		fmt.Fprintf(&tables, "[ssh.%s]\nhost = \"127.0.0.1\"\nport = %d\nuser = \"@USER@\"\nkey_secret = \"box-key\"\nhost_key = \"@HOST_KEY@\"\n", names[i], proxy.port())
 	}
 	s := startServedWith(b, servedOptions{tables: tables.String(), server: server})
+	if proxy != nil {
+		proxy.backend <- fmt.Sprintf("127.0.0.1:%d", s.sshd.Port)
+	}
 	// Warm at sshd's default MaxStartups (10 handshakes at once).
 	r := s.call(b, "ssh_exec_many", map[string]any{"targets": []string{"f*"}, "command": "true", "max_parallel": 8})
 	if r.IsError {
@@ -361,13 +374,118 @@ func startFleetB(b *testing.B, n int, server string) (*served, []string) {
 	return s, names
 }
 
+// delayProxy forwards loopback TCP connections to backend, holding every
+// chunk oneWay in each direction: a network with a round trip of twice
+// that, for benchmarks of what a fleet's latency does. Its goroutines end
+// at the benchmark's cleanup.
+type delayProxy struct {
+	ln      net.Listener
+	oneWay  time.Duration
+	backend chan string // the address to forward to, sent once before the first connection
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func startDelayProxy(b *testing.B, oneWay time.Duration) *delayProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &delayProxy{ln: ln, oneWay: oneWay, backend: make(chan string, 1)}
+	p.wg.Go(p.accept)
+	b.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *delayProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+func (p *delayProxy) accept() {
+	backend := ""
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if backend == "" {
+			backend = <-p.backend
+		}
+		out, err := net.Dial("tcp", backend)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		p.wg.Go(func() { p.pipe(out, in) })
+		p.wg.Go(func() { p.pipe(in, out) })
+	}
+}
+
+// pipe copies src to dst, each chunk oneWay after it arrived, in order.
+func (p *delayProxy) pipe(dst, src net.Conn) {
+	type chunk struct {
+		data []byte
+		due  time.Time
+	}
+	q := make(chan chunk, 1024)
+	p.wg.Go(func() {
+		defer close(q)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				q <- chunk{buf[:n], time.Now().Add(p.oneWay)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	for c := range q {
+		time.Sleep(time.Until(c.due))
+		if _, err := dst.Write(c.data); err != nil {
+			src.Close() // the reader stops; what it queued is dropped below
+			break
+		}
+	}
+	for range q {
+	}
+	dst.(*net.TCPConn).CloseWrite()
+}
+
 // BenchmarkMCPExecMany is `true` on 50 warm targets through MCP: one
 // ssh_exec_many, 50 ssh_exec calls sent at once, and 50 sent one after
 // another, in the same run. It reports each one's p50 and the ratios
-// (targets: many/concurrent <= 1.25, sequential/many >= 5).
+// (targets: many/concurrent <= 1.25, sequential/many >= 5). On loopback
+// a call's time is nearly all CPU (sshd's and the remote shell's forks),
+// which 2 cores cannot spread far. The gateway runs on the person's
+// machine and its fleet is across a network: in the rtt=20ms case the
+// targets are reached through a delayProxy, as from a workstation to a
+// nearby cloud region; each ssh_exec waits two round trips (the channel's
+// open, then the exec request's reply), which a fan-out waits once.
 func BenchmarkMCPExecMany(b *testing.B) {
+	for _, rtt := range []time.Duration{0, 20 * time.Millisecond} {
+		name := "loopback"
+		if rtt > 0 {
+			name = "rtt=" + rtt.String()
+		}
+		b.Run(name, func(b *testing.B) { benchExecMany(b, rtt) })
+	}
+}
+
+func benchExecMany(b *testing.B, rtt time.Duration) {
 	const n = 50
-	s, names := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50")
+	s, names := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50", rtt)
 	var many, concurrent, sequential latencies
 	var manyCPU, manyMachine time.Duration
 	for b.Loop() {
@@ -435,7 +553,7 @@ func machineCPU(b *testing.B) time.Duration {
 func BenchmarkMCPExecManyMemory(b *testing.B) {
 	const n = 50
 	for b.Loop() {
-		s, _ := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50")
+		s, _ := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50", 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		r, err := s.client.CallTool(ctx, "ssh_exec_many", map[string]any{"targets": []string{"f*"}, "command": "head -c 20000000 /dev/urandom", "timeout_s": 600, "wait_s": 600}, nil)
 		cancel()

@@ -168,7 +168,7 @@ token_secret = "api-token"
 allow_private = true
 max_attempts = 3
 %s
-`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User, "@KNOWN_HOSTS@", s.sshd.KnownHosts, "@USERDIR@", s.userDir, "@API@", s.api.URL).Replace(o.tables))
+`, s.state, o.server, s.sshd.Port, s.sshd.User, s.sshd.KnownHosts, stopMode, s.hang.Addr().(*net.TCPAddr).Port, s.sshd.KnownHosts, s.api.URL, strings.NewReplacer("@PORT@", fmt.Sprint(s.sshd.Port), "@USER@", s.sshd.User, "@KNOWN_HOSTS@", s.sshd.KnownHosts, "@USERDIR@", s.userDir, "@API@", s.api.URL, "@HOST_KEY@", s.sshd.Fingerprint()).Replace(o.tables))
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
