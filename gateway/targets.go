@@ -263,7 +263,8 @@ type TargetCheck struct {
 // CheckTargets builds every target from cfg and store and tries each as a
 // call would, within timeout: SSH targets are dialled, their host keys
 // verified and the login tried; HTTP endpoints are connected to through the
-// address guard (with the TLS handshake for https), sending no request;
+// address guard (with the TLS handshake for https), sending no request, and
+// one with OAuth2 client credentials fetches an access token;
 // the audit log's syslog receiver, if any, is connected to (Kind "audit").
 // The
 // errors are the ones a tool call would get, such as *sshexec.HostKeyError
@@ -312,8 +313,24 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 		default: // Probe reaches only the proxy
 			detail = "connected to the proxy " + proxy + ", which reaches " + c.BaseURL + " for each request"
 		}
-		check("http", name, he.err, detail+" (no request sent)",
-			func(ctx context.Context) error { return client.Probe(ctx, he.endpoint) })
+		try := func(ctx context.Context) error { return client.Probe(ctx, he.endpoint) }
+		switch c.Auth {
+		case httpact.AuthOAuth2ClientCredentials:
+			detail += "; an access token fetched from " + c.TokenURL
+			if o := he.endpoint.Auth.OAuth2; o != nil {
+				// The token is only fetched: it reaches no output to redact.
+				o.OnToken = func([]byte, time.Time) error { return nil }
+			}
+			try = func(ctx context.Context) error {
+				if err := client.Probe(ctx, he.endpoint); err != nil {
+					return err
+				}
+				return client.ProbeToken(ctx, he.endpoint)
+			}
+		case httpact.AuthOAuth2RefreshToken:
+			detail += "; no access token fetched (a refresh token may be rotated on use)"
+		}
+		check("http", name, he.err, detail+" (no request sent)", try)
 	}
 	if cfg.Audit.Syslog != "" {
 		ec, err := exportConfig(cfg.Audit, log)

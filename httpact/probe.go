@@ -52,3 +52,27 @@ func (c *Client) Probe(ctx context.Context, e *Endpoint) error {
 	}
 	return tc.Close()
 }
+
+// ProbeToken fetches an access token for e, an endpoint with auth =
+// "oauth2_client_credentials", as its first request would: from its token
+// URL, through the same address guard, proxy and client certificate, with
+// its client id, secret and scopes. That is what `actiongw check` reports
+// of them, with no request sent to the endpoint itself. A refresh token is
+// never used here: a server that rotates it on use would leave the
+// configured one stale. The error is a *TokenError, which holds neither
+// the secret nor the token endpoint's text; for another kind of endpoint
+// it is an *EndpointError.
+func (c *Client) ProbeToken(ctx context.Context, e *Endpoint) error {
+	base, err := e.validate()
+	if err != nil {
+		return err
+	}
+	if e.Auth.Kind != AuthOAuth2ClientCredentials {
+		return &EndpointError{Endpoint: e.Name, Field: "auth", Reason: "only " + AuthOAuth2ClientCredentials + " fetches a token without a side effect"}
+	}
+	if err := e.checkSecrets(); err != nil {
+		return err
+	}
+	_, err = c.token(ctx, e, c.transport(e, base), nil)
+	return err
+}

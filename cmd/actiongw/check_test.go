@@ -82,6 +82,29 @@ func TestCheck(t *testing.T) {
 	mtlsAPI := func(secret string) string {
 		return tlsAPI + fmt.Sprintf("ca_file = %q\nclient_cert = %q\nclient_key_secret = %q\n", caFile, certFile, secret)
 	}
+	// An OAuth2 token endpoint that knows one client secret, which the
+	// keyring holds beside another.
+	const clientSecret = "cs-9b2f04d1"
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, secret, _ := r.BasicAuth(); id != "actiongw" || secret != clientSecret || r.FormValue("grant_type") != "client_credentials" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":"invalid_client","error_description":"unknown secret %s"}`, secret)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"at-check-5e1c","token_type":"Bearer","expires_in":60}`)
+	}))
+	t.Cleanup(tokens.Close)
+	for name, v := range map[string]string{"client-secret": clientSecret, "wrong-secret": "cs-wrong-77aa", "refresh": "rt-0c3d"} {
+		if err := kr.Set(ctx, name, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { kr.Delete(ctx, name) })
+	}
+	oauthAPI := func(kind, secretField, secret string) string {
+		return api("oauth", true) + fmt.Sprintf("auth = %q\ntoken_url = %q\nclient_id = \"actiongw\"\n%s = %q\n", kind, tokens.URL+"/token", secretField, secret)
+	}
 	// A real rsyslogd over TLS, for the audit export's row.
 	syslog := rsyslogtest.Start(t, rsyslogtest.Options{TLS: true})
 	tests := []struct {
@@ -113,6 +136,12 @@ func TestCheck(t *testing.T) {
 			[]string{"secret client-key", "http private", "ok", "no request sent"}},
 		{"client certificate and another key", mtlsAPI("other-key"), 1,
 			[]string{"http private", "FAIL", `endpoint "private": client_key_secret:`, certFile, `keyring item "other-key"`, "are not a pair"}},
+		{"oauth2 client credentials", oauthAPI("oauth2_client_credentials", "client_secret_secret", "client-secret"), 0,
+			[]string{"http oauth", "ok", "an access token fetched from " + tokens.URL + "/token", "no request sent"}},
+		{"oauth2 client credentials with a refused secret", oauthAPI("oauth2_client_credentials", "client_secret_secret", "wrong-secret"), 1,
+			[]string{"http oauth", "FAIL", "the token endpoint answered HTTP 401 invalid_client"}},
+		{"oauth2 refresh token", oauthAPI("oauth2_refresh_token", "refresh_token_secret", "refresh"), 0,
+			[]string{"http oauth", "ok", "no access token fetched (a refresh token may be rotated on use)"}},
 		{"syslog receiver over TLS", fmt.Sprintf("[audit]\nsyslog = \"tls://%s\"\nsyslog_ca_file = %q\nsyslog_server_name = \"localhost\"\n", syslog.Addr, syslog.CAFile), 0,
 			[]string{"audit syslog", "ok", "connected to the syslog receiver " + syslog.Addr + " over TLS", "verified for localhost", "no record sent"}},
 		{"syslog receiver with a certificate no root signed", fmt.Sprintf("[audit]\nsyslog = \"tls://%s\"\n", syslog.Addr), 1,
@@ -144,6 +173,11 @@ func TestCheck(t *testing.T) {
 			for _, key := range [][]byte{sshd.ClientKey, clientKey, otherKey} {
 				if strings.Contains(string(out), strings.Split(string(key), "\n")[1]) {
 					t.Errorf("check printed a private key")
+				}
+			}
+			for _, secret := range []string{clientSecret, "cs-wrong-77aa", "rt-0c3d", "at-check-5e1c"} {
+				if strings.Contains(string(out), secret) {
+					t.Errorf("check printed the secret %q:\n%s", secret, out)
 				}
 			}
 		})
