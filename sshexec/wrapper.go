@@ -37,7 +37,13 @@ import (
 //
 // A command with stdin needs mkfifo (its stdin is pumped through a FIFO
 // in $TMPDIR); without it the command runs unarmed, reading the session's
-// stdin directly, and the marker says so.
+// stdin directly, and the marker says so. The watcher first stages the
+// stdin in a private temporary file, unlinked once open, and a process of
+// its own feeds the FIFO from it: pumped straight into the FIFO, a stdin
+// larger than a pipe that the command never reads held the watcher in the
+// write, away from the session, and the command outlived a killed
+// actiongw. A stdin that cannot be staged whole (a full $TMPDIR) fires
+// the switch rather than feed the command part of it.
 // On a pseudo-terminal it is never armed: the command's stdin stays the
 // terminal, and the kernel hangs the session up when sshd closes it.
 
@@ -84,9 +90,18 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 		if [ -n "$__agw_f" ]; then
 			exec 4>"$__agw_f" # returns once the command opened its end
 			rm -f "$__agw_f"
-			head -c @N@ <&3 >&4
+			if __agw_s=$(mktemp "${TMPDIR:-/tmp}/actiongw-stdin.XXXXXX" 2>/dev/null) && exec 5<"$__agw_s" 6>"$__agw_s"; then
+				rm -f "$__agw_s"
+				head -c @N@ <&3 >&6 || __agw_b=lost
+				exec 6>&-
+				[ -z "$__agw_b" ] && cat <&5 >&4 &
+				exec 5<&-
+			else
+				head -c @N@ <&3 >&4
+			fi
 			exec 4>&-
 		fi
+		[ -z "$__agw_b" ] &&
 		if command -v timeout >/dev/null 2>&1; then
 			while __agw_b=$(timeout @P@ head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
 		else
