@@ -308,3 +308,17 @@ func TestDeadManDisarmed(t *testing.T) {
 		t.Errorf("the background process %d a finished command left was killed", pid)
 	}
 }
+
+// TestWrapNamesItsFIFO: every placeholder of the wrapper is replaced, the
+// FIFO's name included: each run's FIFO is its own, so that a file left at
+// another run's name does not disarm the switch. What the call gives is
+// kept byte for byte, placeholders and all (TestWrapperQuoting runs a
+// command with them).
+func TestWrapNamesItsFIFO(t *testing.T) {
+	const id = "runid"
+	script := wrap(&Request{Command: "true", Stdin: []byte("x"), Env: map[string]string{"V": "@N@ @ID@"}}, id, true, 5*time.Second)
+	given := strings.Count(script, "@ID@") + strings.Count(script, "@N@")
+	if given != 2 || !strings.Contains(script, "/actiongw-"+id+".in") {
+		t.Errorf("got %d placeholders left (want the call's 2), FIFO named for the run: %v; script:\n%s", given, strings.Contains(script, "/actiongw-"+id+".in"), script)
+	}
+}

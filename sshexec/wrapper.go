@@ -159,7 +159,9 @@ func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 		rootKill = "__agw_sudo sh -c " + shellQuote(strings.ReplaceAll(markedFunc, "@ID@", runID)+"kill -KILL $(__agw_marked) 2>/dev/null; exit 0")
 	}
 	return strings.NewReplacer(
-		"@ARM@", line,
+		// The replacer does not look again at what it put in: the
+		// line's own @ID@ (the FIFO's name) is replaced here.
+		"@ARM@", strings.ReplaceAll(line, "@ID@", runID),
 		"@PRE@", pre,
 		"@RUN@", run,
 		"@ROOTKILL@", rootKill,
