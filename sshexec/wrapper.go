@@ -243,9 +243,21 @@ __agw_ps=$(ps -A -o pid= -o pgid= -o stat= 2>/dev/null) || exit 3
 printf '%%s\n' "$__agw_ps" | awk -v g=%d -v m=" $__agw_m " '$3 !~ /^Z/ && ($2 == g || index(m, " " $1 " ")) { alive = 1 } END { exit !alive }'`, pgid)
 }
 
-// EnvName is what an environment variable set for a command may be
-// called: a shell variable name.
-var EnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envName is a shell variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// EnvNameRule says in words which names SettableEnv allows.
+const EnvNameRule = "letters, digits and _, not starting with a digit, ACTIONGW_ or __agw_"
+
+// SettableEnv reports whether an environment variable set for a command
+// may be called name: a shell variable name that is none of the
+// wrapper's own, ACTIONGW_* (the run id) and __agw_* (its state, set
+// before the command's variables: one of the same name would override
+// it, and make the watcher write to and remove a file of the caller's
+// choosing, or not arm the dead-man switch).
+func SettableEnv(name string) bool {
+	return envName.MatchString(name) && !strings.HasPrefix(name, "ACTIONGW_") && !strings.HasPrefix(name, "__agw_")
+}
 
 // DirExitStatus is the exit status of a run whose directory could not be
 // entered: the command did not run.
