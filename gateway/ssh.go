@@ -243,9 +243,9 @@ func (st *sshTarget) environment(target, cwd string, callEnv map[string]string) 
 	for _, name := range slices.Sorted(maps.Keys(callEnv)) {
 		v := callEnv[name]
 		switch {
-		case !sshexec.EnvName.MatchString(name) || strings.HasPrefix(name, "ACTIONGW_"):
+		case !sshexec.SettableEnv(name):
 			return "", nil, &unusableError{"env", "bad variable name",
-				fmt.Errorf("env: %q is not a variable name that can be set (letters, digits and _, not starting with a digit or ACTIONGW_)", output.Clip(name, 64))}
+				fmt.Errorf("env: %q is not a variable name that can be set (%s)", output.Clip(name, 64), sshexec.EnvNameRule)}
 		case !slices.ContainsFunc(st.allowEnv, func(p string) bool { ok, _ := path.Match(p, name); return ok }):
 			return "", nil, &policy.DeniedError{Target: target, Rule: "allow_env",
 				Reason: fmt.Sprintf("env %s is not among the variables a call may set (allow_env %q): a variable can change what a command does", output.Clip(name, 64), st.allowEnv)}

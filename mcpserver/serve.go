@@ -10,10 +10,12 @@ import (
 	"math"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/mcpserver/internal/wire"
 )
 
@@ -107,10 +109,38 @@ func newServer(env *toolEnv) *mcp.Server {
 	for _, add := range toolSets {
 		add(s, env)
 	}
+	var mw []mcp.Middleware
 	if env.gw != nil {
-		s.AddReceivingMiddleware(env.withNote)
+		mw = append(mw, env.withNote)
 	}
+	s.AddReceivingMiddleware(append(mw, env.fitErrors)...)
 	return s
+}
+
+// fitErrors cuts the text of a tool call's error to fit result_bytes. The
+// SDK refuses an unknown tool, and arguments its schema refuses (an
+// unknown property, a value outside an enum), quoting the name or value
+// whole, whatever its size.
+func (env *toolEnv) fitErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/call" {
+			return res, err
+		}
+		limit := env.cfg.Server.ResultBytes
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			we.Message = output.FitText(we.Message, limit)
+		}
+		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
+			for _, c := range r.Content {
+				if t, ok := c.(*mcp.TextContent); ok {
+					t.Text = output.FitText(t.Text, limit)
+				}
+			}
+		}
+		return res, err
+	}
 }
 
 // noteEnvelope is what a tool result's size counts beyond the result

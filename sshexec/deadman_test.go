@@ -3,6 +3,7 @@
 package sshexec
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -141,23 +142,24 @@ func viaProxy(t *testing.T, s *sshtest.Server) (*Target, *proxy) {
 }
 
 // startRemote starts command (which must write its pid to the file
-// "pid" in dir, as `echo $$ > pid` does) and returns once it runs, with
-// the pid and a channel that gets Run's outcome.
-func startRemote(t *testing.T, p *Pool, tg *Target, dir, command string) (int, <-chan error) {
+// "pid" in dir, as `echo $$ > pid` does) with stdin and returns once it
+// runs, with the pid and a channel that gets Run's outcome.
+func startRemote(t *testing.T, p *Pool, tg *Target, dir, command string, stdin []byte) (int, <-chan error) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, err := p.Run(ctx, tg, Request{Command: "cd " + dir + " || exit 1\n" + command, Stdout: io.Discard, Stderr: io.Discard})
+		_, err := p.Run(ctx, tg, Request{Command: "cd " + dir + " || exit 1\n" + command, Stdin: stdin, Stdout: io.Discard, Stderr: io.Discard})
 		done <- err
 	}()
 	return sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second), done
 }
 
 // TestDeadManSwitch takes the network away from a client while a silent
-// and a noisy command run, in both ways it can go, with the client unable
-// to reconnect: only the remote side can stop the commands, and it must,
+// and a noisy command run, and one that leaves more stdin unread than a
+// pipe holds, in both ways it can go, with the client unable to
+// reconnect: only the remote side can stop the commands, and it must,
 // within its heartbeat deadline.
 func TestDeadManSwitch(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
@@ -171,16 +173,17 @@ func TestDeadManSwitch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t)
 			tg, px := viaProxy(t, s)
-			silentDir, noisyDir := s.UserDir(t), s.UserDir(t)
-			silent, silentDone := startRemote(t, p, tg, silentDir, "echo $$ > pid; sleep 1000")
-			noisy, noisyDone := startRemote(t, p, tg, noisyDir, "echo $$ > pid; while :; do echo noise; done")
+			silentDir, noisyDir, unreadDir := s.UserDir(t), s.UserDir(t), s.UserDir(t)
+			silent, silentDone := startRemote(t, p, tg, silentDir, "echo $$ > pid; sleep 1000", nil)
+			noisy, noisyDone := startRemote(t, p, tg, noisyDir, "echo $$ > pid; while :; do echo noise; done", nil)
+			unread, unreadDone := startRemote(t, p, tg, unreadDir, "echo $$ > pid; exec sleep 1000", bytes.Repeat([]byte("x"), 1<<20))
 			tc.drop(px)
 			// The client notices too (its keepalive, or the closed
 			// socket); what matters is the remote side.
-			for _, d := range []<-chan error{silentDone, noisyDone} {
+			for _, d := range []<-chan error{silentDone, noisyDone, unreadDone} {
 				<-d
 			}
-			for name, pid := range map[string]int{"silent": silent, "noisy": noisy} {
+			for name, pid := range map[string]int{"silent": silent, "noisy": noisy, "stdin unread": unread} {
 				if !sshtest.WaitGone(pid, 30*time.Second) {
 					t.Errorf("%s command %d still runs on the target after the client lost it", name, pid)
 				}
@@ -303,5 +306,19 @@ func TestDeadManDisarmed(t *testing.T) {
 	// the latest when its heartbeat deadline passes.
 	if sshtest.WaitGone(pid, heartbeatDeadline(tg.Keepalive)+2*time.Second) {
 		t.Errorf("the background process %d a finished command left was killed", pid)
+	}
+}
+
+// TestWrapNamesItsFIFO: every placeholder of the wrapper is replaced, the
+// FIFO's name included: each run's FIFO is its own, so that a file left at
+// another run's name does not disarm the switch. What the call gives is
+// kept byte for byte, placeholders and all (TestWrapperQuoting runs a
+// command with them).
+func TestWrapNamesItsFIFO(t *testing.T) {
+	const id = "runid"
+	script := wrap(&Request{Command: "true", Stdin: []byte("x"), Env: map[string]string{"V": "@N@ @ID@"}}, id, true, 5*time.Second)
+	given := strings.Count(script, "@ID@") + strings.Count(script, "@N@")
+	if given != 2 || !strings.Contains(script, "/actiongw-"+id+".in") {
+		t.Errorf("got %d placeholders left (want the call's 2), FIFO named for the run: %v; script:\n%s", given, strings.Contains(script, "/actiongw-"+id+".in"), script)
 	}
 }

@@ -34,7 +34,7 @@ type Request struct {
 	// the command, with exit status DirExitStatus and a line on stderr.
 	Dir string
 	// Env holds variables set for the command; names must be shell
-	// variable names (EnvName). Values are passed quoted: no value can
+	// variable names (SettableEnv). Values are passed quoted: no value can
 	// change what the command is.
 	Env map[string]string
 	// Sudo runs the command as root under sudo. SudoPassword is sent on
@@ -108,8 +108,8 @@ const maxScriptBytes = 240 << 10
 func checkCommand(req *Request, script string) error {
 	for name, v := range req.Env {
 		switch {
-		case !EnvName.MatchString(name) || strings.HasPrefix(name, "ACTIONGW_"):
-			return &CommandError{fmt.Sprintf("environment variable name %q: want letters, digits and _, not starting with a digit or ACTIONGW_", name)}
+		case !SettableEnv(name):
+			return &CommandError{fmt.Sprintf("environment variable name %q: want %s", name, EnvNameRule)}
 		case strings.IndexByte(v, 0) >= 0:
 			return &CommandError{fmt.Sprintf("environment variable %s contains a NUL byte", name)}
 		}

@@ -37,7 +37,13 @@ import (
 //
 // A command with stdin needs mkfifo (its stdin is pumped through a FIFO
 // in $TMPDIR); without it the command runs unarmed, reading the session's
-// stdin directly, and the marker says so.
+// stdin directly, and the marker says so. The watcher first stages the
+// stdin in a private temporary file, unlinked once open, and a process of
+// its own feeds the FIFO from it: pumped straight into the FIFO, a stdin
+// larger than a pipe that the command never reads held the watcher in the
+// write, away from the session, and the command outlived a killed
+// actiongw. A stdin that cannot be staged whole (a full $TMPDIR) fires
+// the switch rather than feed the command part of it.
 // On a pseudo-terminal it is never armed: the command's stdin stays the
 // terminal, and the kernel hangs the session up when sshd closes it.
 
@@ -84,9 +90,18 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 		if [ -n "$__agw_f" ]; then
 			exec 4>"$__agw_f" # returns once the command opened its end
 			rm -f "$__agw_f"
-			head -c @N@ <&3 >&4
+			if __agw_s=$(mktemp "${TMPDIR:-/tmp}/actiongw-stdin.XXXXXX" 2>/dev/null) && exec 5<"$__agw_s" 6>"$__agw_s"; then
+				rm -f "$__agw_s"
+				head -c @N@ <&3 >&6 || __agw_b=lost
+				exec 6>&-
+				[ -z "$__agw_b" ] && cat <&5 >&4 &
+				exec 5<&-
+			else
+				head -c @N@ <&3 >&4
+			fi
 			exec 4>&-
 		fi
+		[ -z "$__agw_b" ] &&
 		if command -v timeout >/dev/null 2>&1; then
 			while __agw_b=$(timeout @P@ head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
 		else
@@ -144,7 +159,9 @@ func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 		rootKill = "__agw_sudo sh -c " + shellQuote(strings.ReplaceAll(markedFunc, "@ID@", runID)+"kill -KILL $(__agw_marked) 2>/dev/null; exit 0")
 	}
 	return strings.NewReplacer(
-		"@ARM@", line,
+		// The replacer does not look again at what it put in: the
+		// line's own @ID@ (the FIFO's name) is replaced here.
+		"@ARM@", strings.ReplaceAll(line, "@ID@", runID),
 		"@PRE@", pre,
 		"@RUN@", run,
 		"@ROOTKILL@", rootKill,
@@ -226,9 +243,21 @@ __agw_ps=$(ps -A -o pid= -o pgid= -o stat= 2>/dev/null) || exit 3
 printf '%%s\n' "$__agw_ps" | awk -v g=%d -v m=" $__agw_m " '$3 !~ /^Z/ && ($2 == g || index(m, " " $1 " ")) { alive = 1 } END { exit !alive }'`, pgid)
 }
 
-// EnvName is what an environment variable set for a command may be
-// called: a shell variable name.
-var EnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envName is a shell variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// EnvNameRule says in words which names SettableEnv allows.
+const EnvNameRule = "letters, digits and _, not starting with a digit, ACTIONGW_ or __agw_"
+
+// SettableEnv reports whether an environment variable set for a command
+// may be called name: a shell variable name that is none of the
+// wrapper's own, ACTIONGW_* (the run id) and __agw_* (its state, set
+// before the command's variables: one of the same name would override
+// it, and make the watcher write to and remove a file of the caller's
+// choosing, or not arm the dead-man switch).
+func SettableEnv(name string) bool {
+	return envName.MatchString(name) && !strings.HasPrefix(name, "ACTIONGW_") && !strings.HasPrefix(name, "__agw_")
+}
 
 // DirExitStatus is the exit status of a run whose directory could not be
 // entered: the command did not run.

@@ -967,8 +967,8 @@ func (c *Config) Validate() error {
 		for _, name := range sortedKeys(t.Env) {
 			v := t.Env[name]
 			switch {
-			case !sshexec.EnvName.MatchString(name) || strings.HasPrefix(name, "ACTIONGW_"):
-				bad(f+".env."+name, "must be a shell variable name (letters, digits, _; not starting with a digit or ACTIONGW_)")
+			case !sshexec.SettableEnv(name):
+				bad(f+".env."+name, "must be a shell variable name (%s)", sshexec.EnvNameRule)
 			case len(v) > MaxEnvValueBytes || strings.IndexByte(v, 0) >= 0:
 				bad(f+".env."+name, "must be at most %d bytes, with no NUL", MaxEnvValueBytes)
 			}

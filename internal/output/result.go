@@ -98,6 +98,24 @@ func BuildResult(spec ResultSpec, resultBytes int) (string, error) {
 	}
 }
 
+// FitText cuts text, the one block of a tool error, at its end until the
+// response that carries it fits resultBytes (see ResultSize): an error
+// may quote an argument of any size.
+func FitText(text string, resultBytes int) string {
+	for {
+		size, err := ResultSize(nil, text)
+		over := size - resultBytes
+		if err != nil || over <= 0 {
+			return text
+		}
+		n := len(text) - over - len("...")
+		if n <= 0 {
+			return ""
+		}
+		text = Clip(text, n) // shorter than text: Clip adds back only its "..."
+	}
+}
+
 // jsonLen is the encoded size of a string value, quotes included.
 func jsonLen(s string) int {
 	b, _ := json.Marshal(s)

@@ -227,3 +227,38 @@ func TestFitSearch(t *testing.T) {
 		t.Errorf("got %d matches, truncated %v (%s); want some dropped for result_bytes", len(r.Matches), r.Truncated, r.Reason)
 	}
 }
+
+func TestFitText(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		text string
+	}{
+		{"short", "unknown SSH target \"x\""},
+		{"long", "unknown SSH target \"" + strings.Repeat("n", 100_000) + "\""},
+		{"escaped six bytes each", strings.Repeat("\x01", 50_000)},
+		{"multibyte", strings.Repeat("é", 50_000)},
+		{"html", strings.Repeat("<a&b>\u2028", 20_000)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, budget := range []int{4096, 65536} {
+				got := FitText(c.text, budget)
+				// A tool error as a client receives it: no structured
+				// content, a long id.
+				b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": strings.Repeat("i", EnvelopeIDBytes-2),
+					"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": got}}, "isError": true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if size := len(b) + 1; size > budget {
+					t.Errorf("budget %d: got a %d-byte result; want it to fit", budget, size)
+				}
+				if whole, _ := ResultSize(nil, c.text); whole <= budget && got != c.text {
+					t.Errorf("budget %d: a text that fits was changed", budget)
+				}
+				if kept := strings.TrimSuffix(got, "..."); !strings.HasPrefix(c.text, kept) || !utf8.ValidString(got) {
+					t.Errorf("budget %d: got %.40q...; want a valid prefix of the text", budget, got)
+				}
+			}
+		})
+	}
+}
