@@ -141,26 +141,30 @@ func viaProxy(t *testing.T, s *sshtest.Server) (*Target, *proxy) {
 	return tg, px
 }
 
-// startRemote starts command (which must write its pid to the file
-// "pid" in dir, as `echo $$ > pid` does) with stdin and returns once it
-// runs, with the pid and a channel that gets Run's outcome.
-func startRemote(t *testing.T, p *Pool, tg *Target, dir, command string, stdin []byte) (int, <-chan error) {
+// startRemote starts req's command in dir (it must write its pid to the
+// file "pid" there, as `echo "$$" > pid` does) and returns once it runs,
+// with the pid and a channel that gets Run's outcome.
+func startRemote(t *testing.T, p *Pool, tg *Target, dir string, req Request) (int, <-chan error) {
 	t.Helper()
 	done := make(chan error, 1)
+	req.Command = "cd " + dir + " || exit 1\n" + req.Command
+	req.Stdout, req.Stderr = io.Discard, io.Discard
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, err := p.Run(ctx, tg, Request{Command: "cd " + dir + " || exit 1\n" + command, Stdin: stdin, Stdout: io.Discard, Stderr: io.Discard})
+		_, err := p.Run(ctx, tg, req)
 		done <- err
 	}()
 	return sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second), done
 }
 
 // TestDeadManSwitch takes the network away from a client while a silent
-// and a noisy command run, and one that leaves more stdin unread than a
-// pipe holds, in both ways it can go, with the client unable to
-// reconnect: only the remote side can stop the commands, and it must,
-// within its heartbeat deadline.
+// and a noisy command run, one that leaves more stdin unread than a pipe
+// holds, and one whose call sets IFS to the digits (which, set before the
+// watcher started, split its pids apart, so that its kills killed
+// nothing) and which leaves a process outside its group, in both ways it
+// can go, with the client unable to reconnect: only the remote side can
+// stop the commands, and it must, within its heartbeat deadline.
 func TestDeadManSwitch(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	for _, tc := range []struct {
@@ -173,17 +177,20 @@ func TestDeadManSwitch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t)
 			tg, px := viaProxy(t, s)
-			silentDir, noisyDir, unreadDir := s.UserDir(t), s.UserDir(t), s.UserDir(t)
-			silent, silentDone := startRemote(t, p, tg, silentDir, "echo $$ > pid; sleep 1000", nil)
-			noisy, noisyDone := startRemote(t, p, tg, noisyDir, "echo $$ > pid; while :; do echo noise; done", nil)
-			unread, unreadDone := startRemote(t, p, tg, unreadDir, "echo $$ > pid; exec sleep 1000", bytes.Repeat([]byte("x"), 1<<20))
+			silentDir, noisyDir, unreadDir, ifsDir := s.UserDir(t), s.UserDir(t), s.UserDir(t), s.UserDir(t)
+			silent, silentDone := startRemote(t, p, tg, silentDir, Request{Command: `echo "$$" > pid; sleep 1000`})
+			noisy, noisyDone := startRemote(t, p, tg, noisyDir, Request{Command: `echo "$$" > pid; while :; do echo noise; done`})
+			unread, unreadDone := startRemote(t, p, tg, unreadDir, Request{Command: `echo "$$" > pid; exec sleep 1000`, Stdin: bytes.Repeat([]byte("x"), 1<<20)})
+			ifs, ifsDone := startRemote(t, p, tg, ifsDir, Request{Env: map[string]string{"IFS": "0123456789"},
+				Command: `setsid sleep 1000 & echo "$!" > escapee; echo "$$" > pid; sleep 1000`})
+			escapee := sshtest.ReadPID(t, filepath.Join(ifsDir, "escapee"), 20*time.Second)
 			tc.drop(px)
 			// The client notices too (its keepalive, or the closed
 			// socket); what matters is the remote side.
-			for _, d := range []<-chan error{silentDone, noisyDone, unreadDone} {
+			for _, d := range []<-chan error{silentDone, noisyDone, unreadDone, ifsDone} {
 				<-d
 			}
-			for name, pid := range map[string]int{"silent": silent, "noisy": noisy, "stdin unread": unread} {
+			for name, pid := range map[string]int{"silent": silent, "noisy": noisy, "stdin unread": unread, "IFS of digits": ifs, "IFS's escapee": escapee} {
 				if !sshtest.WaitGone(pid, 30*time.Second) {
 					t.Errorf("%s command %d still runs on the target after the client lost it", name, pid)
 				}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,6 +46,28 @@ func TestSudo(t *testing.T) {
 		}
 		if strings.Contains(r.stdout+r.stderr, string(password)) {
 			t.Errorf("the password came back: %q %q", r.stdout, r.stderr)
+		}
+	})
+
+	t.Run("the call's PATH does not choose the sudo that gets the password", func(t *testing.T) {
+		// A sudo of the agent's making, found first on a PATH the call
+		// sets, would run the askpass program and print the password.
+		bin, err := os.MkdirTemp("", "actiongw-fake-sudo-") // not under t.TempDir's 0700 parent: the login user runs it
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(bin) })
+		if err := os.Chmod(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fake := "#!/bin/sh\necho \"FAKE:$(\"$SUDO_ASKPASS\")\"\n"
+		if err := os.WriteFile(filepath.Join(bin, "sudo"), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := sudoRun(t, ctx, p, tg, Request{Command: "id -u", Sudo: true, SudoPassword: password,
+			Env: map[string]string{"PATH": bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}})
+		if r.res.Status != StatusExited || r.stdout != "0\n" || strings.Contains(r.stdout+r.stderr, "FAKE:") {
+			t.Errorf("got %+v stdout %q stderr %q; want the real sudo's root", r.res, r.stdout, r.stderr)
 		}
 	})
 

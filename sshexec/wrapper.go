@@ -75,7 +75,11 @@ const markedFunc = `__agw_marked() {
 
 // wrapperScript runs @RUN@ (the command, shell-quoted, through eval, or
 // under sudo: see sudoFunc) after @PRE@ (see prelude) with @N@ bytes of
-// stdin; @P@ is how many seconds without a heartbeat fire the switch. @ARM@
+// stdin; @P@ is how many seconds without a heartbeat fire the switch.
+// @SETUP@ (sudo's function, and its password, first on stdin) comes before
+// the watcher starts; @PRE@, the call's variables and directory, after it,
+// so that they cannot change how the switch works: an IFS that splits its
+// pids apart, a PATH that finds other tools. @ARM@
 // decides whether it is armed: __agw_a=1, and __agw_f names the FIFO that
 // carries the command's stdin when it has any. Without stdin the command
 // reads /dev/null, and arming costs one fork: the command's start and end
@@ -83,7 +87,7 @@ const markedFunc = `__agw_marked() {
 // watcher).
 const wrapperScript = `@ARM@
 printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
-` + markedFunc + `@PRE@if [ -n "$__agw_a" ]; then
+` + markedFunc + `@SETUP@if [ -n "$__agw_a" ]; then
 	exec 3<&0
 	(
 		trap '' HUP INT TERM
@@ -114,11 +118,12 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 		kill -KILL -$$ 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	__agw_w=$!
-	trap 'kill -KILL $__agw_w 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
-	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
+	trap 'kill -KILL "$__agw_w" 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
+fi
+@PRE@ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
+if [ -n "$__agw_a" ]; then
 	@RUN@ <"${__agw_f:-/dev/null}" 3<&-
 else
-	ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
 	@RUN@
 fi`
 
@@ -144,11 +149,13 @@ func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 		line = armOn
 	}
 	quoted := shellQuote(req.Command)
-	pre, run, rootKill := prelude(req.Dir, req.Env), "eval "+quoted, ":"
+	setup, pre, run, rootKill := "", prelude(req.Dir, req.Env), "eval "+quoted, ":"
 	if req.Sudo {
 		// Under sudo, whose env_reset drops the environment: the run id
-		// and the variables go through env, as root.
-		pre = sudoPrelude(req.SudoPassword) + pre
+		// and the variables go through env, as root. The login shell gets
+		// none of them, so that none changes how sudo and the password
+		// are handled (a PATH that finds another sudo).
+		setup, pre = sudoPrelude(req.SudoPassword), prelude(req.Dir, nil)
 		run = "__agw_sudo env ACTIONGW_RUN=" + runID
 		for _, name := range slices.Sorted(maps.Keys(req.Env)) {
 			run += " " + shellQuote(name+"="+req.Env[name])
@@ -162,6 +169,7 @@ func wrap(req *Request, runID string, arm bool, deadline time.Duration) string {
 		// The replacer does not look again at what it put in: the
 		// line's own @ID@ (the FIFO's name) is replaced here.
 		"@ARM@", strings.ReplaceAll(line, "@ID@", runID),
+		"@SETUP@", setup,
 		"@PRE@", pre,
 		"@RUN@", run,
 		"@ROOTKILL@", rootKill,
@@ -192,9 +200,9 @@ const sudoFunc = `__agw_sudo() {
 	unset __agw_pw # the writer has its copy; the command's shell has none
 	SUDO_ASKPASS="$__agw_sd/askpass" sudo -A -k -- "$@"
 	__agw_sr=$?
-	kill $__agw_sw 2>/dev/null
+	kill "$__agw_sw" 2>/dev/null
 	rm -rf "$__agw_sd"
-	return $__agw_sr
+	return "$__agw_sr"
 }
 `
 
