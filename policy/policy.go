@@ -37,7 +37,14 @@ type rule struct {
 func CompileCommands(target string, allow, deny []string) (*Commands, error) {
 	c := &Commands{target: target}
 	for i, p := range allow {
-		re, err := regexp.Compile(`^(?:` + p + `)$`)
+		// Compiled alone first: a pattern whose parentheses do not
+		// balance, such as "ls)|(.*", would close the anchoring group
+		// early and, anchored, allow any command.
+		_, err := regexp.Compile(p)
+		var re *regexp.Regexp
+		if err == nil {
+			re, err = regexp.Compile(`^(?:` + p + `)$`)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("allow_commands[%d]: %w", i, err)
 		}

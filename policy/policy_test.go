@@ -53,8 +53,12 @@ func TestCommands(t *testing.T) {
 }
 
 func TestCompileCommandsBadPattern(t *testing.T) {
-	if _, err := CompileCommands("t", []string{"("}, nil); err == nil || !strings.Contains(err.Error(), "allow_commands[0]") {
-		t.Errorf("CompileCommands(bad allow) = %v; want an error naming allow_commands[0]", err)
+	// "ls)|(.*" and "ls))|((.*" are valid once inside the anchoring
+	// group, where they would close it early and allow anything.
+	for _, p := range []string{"(", "ls)|(.*", "ls))|((.*", ")"} {
+		if _, err := CompileCommands("t", []string{"uptime", p}, nil); err == nil || !strings.Contains(err.Error(), "allow_commands[1]") {
+			t.Errorf("CompileCommands(allow %q) = %v; want an error naming allow_commands[1]", p, err)
+		}
 	}
 	if _, err := CompileCommands("t", nil, []string{"ok", "["}); err == nil || !strings.Contains(err.Error(), "deny_commands[1]") {
 		t.Errorf("CompileCommands(bad deny) = %v; want an error naming deny_commands[1]", err)
