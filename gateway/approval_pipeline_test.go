@@ -77,6 +77,43 @@ func TestApprovalRememberedAcrossReload(t *testing.T) {
 	}
 }
 
+// TestApprovedRequestFollowsNoRedirect: on an endpoint that follows
+// same-origin redirects, a POST a person approved that is answered 307
+// comes back as the 307: followed, it would send the same body to a path
+// the person was not shown. A POST nobody is asked about follows it.
+func TestApprovedRequestFollowsNoRedirect(t *testing.T) {
+	f := newFixture(t)
+	var elsewhere atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/release" {
+			http.Redirect(w, r, "/delete-everything", http.StatusTemporaryRedirect)
+			return
+		}
+		elsewhere.Add(1)
+	}))
+	t.Cleanup(api.Close)
+	ctx := context.Background()
+	approve := approverFunc(func(context.Context, *Question) (Answer, time.Duration, error) { return AnswerApprove, 0, nil })
+	for _, tt := range []struct {
+		name, approveMethods string
+		wantStatus, wantHits int
+	}{
+		{"approved", `["POST"]`, http.StatusTemporaryRedirect, 0},
+		{"not asked", `[]`, http.StatusOK, 1},
+	} {
+		elsewhere.Store(0)
+		cfg := f.reparse(t, fmt.Sprintf("[http.deploy]\nbase_url = %q\nmethods = [\"POST\"]\napprove_methods = %s\nfollow_redirects = \"same-origin\"\nallow_private = true\n", api.URL, tt.approveMethods))
+		if err := f.gw.Reload(ctx, cfg, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := f.gw.HTTPRequest(WithApprover(ctx, approve), HTTPRequestInput{Endpoint: "deploy", Method: "POST", Path: "/release", Body: "v2"}, nil)
+		out, _ := r.Structured.(*HTTPRequestOutput)
+		if out == nil || out.HTTPStatus != tt.wantStatus || int(elsewhere.Load()) != tt.wantHits {
+			t.Errorf("%s: %s; redirect target hit %d times; want HTTP %d and %d hits", tt.name, r.Text, elsewhere.Load(), tt.wantStatus, tt.wantHits)
+		}
+	}
+}
+
 // TestApprovalEnvShownAndKeyed: two calls that set different environments
 // (one variable whose value holds a line break, or two variables) are
 // shown as different texts and have different keys, so approve_for one

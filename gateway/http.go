@@ -71,7 +71,10 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		return g.failure("%s", unknownTarget("HTTP endpoint", in.Endpoint, names(s.http), isSSH, "ssh_exec", "target"))
 	}
 	method := strings.ToUpper(in.Method)
-	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body)}
+	// A request a person approves follows no redirect: the person saw
+	// one method and path.
+	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body),
+		NoRedirects: slices.Contains(he.approveMethods, method)}
 	if in.JSON != nil {
 		if in.Body != "" {
 			return g.failure("give either body or json, not both")

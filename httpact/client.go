@@ -215,7 +215,7 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 	rc := &retryablehttp.Client{
 		HTTPClient: &http.Client{
 			Transport:     tr,
-			CheckRedirect: e.redirectPolicy(out.base),
+			CheckRedirect: e.redirectPolicy(out.base, !r.NoRedirects),
 		},
 		Logger:         nil, // its lines carry URLs with query strings
 		RetryMax:       rt.policy.MaxAttempts - 1,
@@ -317,9 +317,10 @@ func (res *Result) fail(ctx context.Context, method string, err error) {
 	res.Reason = fmt.Sprintf("%s %s: %v", method, res.URL, err)
 }
 
-// redirectPolicy returns the http.Client CheckRedirect for e. Returning
-// http.ErrUseLastResponse hands the 3xx and its Location to the agent.
-func (e *Endpoint) redirectPolicy(base *url.URL) func(*http.Request, []*http.Request) error {
+// redirectPolicy returns the http.Client CheckRedirect for e; without
+// follow, every 3xx is the answer. Returning http.ErrUseLastResponse hands
+// the 3xx and its Location to the agent.
+func (e *Endpoint) redirectPolicy(base *url.URL, follow bool) func(*http.Request, []*http.Request) error {
 	const maxHops = 10
 	baseOrigin := origin(base)
 	baseEsc := strings.TrimSuffix(base.EscapedPath(), "/")
@@ -328,7 +329,7 @@ func (e *Endpoint) redirectPolicy(base *url.URL) func(*http.Request, []*http.Req
 		// auth = "query" that is the credential, in a header a server
 		// may log or echo. No hop carries a Referer.
 		req.Header.Del("Referer")
-		if e.FollowRedirects != RedirectsSameOrigin || len(via) > maxHops {
+		if !follow || e.FollowRedirects != RedirectsSameOrigin || len(via) > maxHops {
 			return http.ErrUseLastResponse
 		}
 		u := req.URL

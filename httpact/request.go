@@ -28,6 +28,11 @@ type Request struct {
 	// gateway decides it (policy.Timeout). Zero means none but the
 	// context's.
 	Timeout time.Duration
+	// NoRedirects returns a 3xx as the answer even where the endpoint
+	// follows redirects: for a request a person approved as it is, whose
+	// 307 or 308 would send the same method and body to a path the person
+	// was not shown.
+	NoRedirects bool
 }
 
 // Checked is what Check decided about a request: what will be sent, as far
