@@ -114,6 +114,35 @@ func TestApprovedRequestFollowsNoRedirect(t *testing.T) {
 	}
 }
 
+// TestApprovalRequestPathAsSent: "/a%2Fb" (one segment) and "/a/b" (two)
+// are different requests: the person is shown each path as it is sent,
+// under the base URL's own path, and approve_for one does not send the
+// other.
+func TestApprovalRequestPathAsSent(t *testing.T) {
+	f := newFixture(t)
+	var hits atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(api.Close)
+	cfg := f.reparse(t, fmt.Sprintf("[http.deploy]\nbase_url = %q\nmethods = [\"POST\"]\napprove_methods = [\"POST\"]\nallow_private = true\n[approval]\nremember = \"10m\"\n", api.URL+"/v2"))
+	ctx := context.Background()
+	if err := f.gw.Reload(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	ask := approverFunc(func(_ context.Context, q *Question) (Answer, time.Duration, error) {
+		shown = append(shown, q.Message)
+		return AnswerApproveFor, time.Minute, nil
+	})
+	for _, path := range []string{"/a%2Fb", "/a/b"} {
+		if r := f.gw.HTTPRequest(WithApprover(ctx, ask), HTTPRequestInput{Endpoint: "deploy", Method: "POST", Path: path}, nil); r.IsError {
+			t.Fatalf("POST %s: %s", path, r.Text)
+		}
+	}
+	if len(shown) != 2 || !strings.Contains(shown[0], "POST /v2/a%2Fb\n") || !strings.Contains(shown[1], "POST /v2/a/b\n") || hits.Load() != 2 {
+		t.Errorf("the person was shown %q (%d requests sent); want each path as sent, each asked about", shown, hits.Load())
+	}
+}
+
 // TestApprovalEnvShownAndKeyed: two calls that set different environments
 // (one variable whose value holds a line break, or two variables) are
 // shown as different texts and have different keys, so approve_for one

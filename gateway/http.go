@@ -91,7 +91,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			req.Query.Set(k, v)
 		}
 	}
-	sent := in.Path // the path as it will be sent, once checked
+	sent := in.Path // the path as it will be sent (escaped, from the origin), once checked
 	return g.run(ctx, s, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
@@ -100,7 +100,9 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			// as it would be sent: the audit records the normalized path.
 			chk, err := he.endpoint.Check(req)
 			if chk.Path != "" {
-				intent.Path, sent = chk.Path, chk.Path
+				// The person is shown the path escaped, as sent: decoded,
+				// "/a%2Fb" (one segment) and "/a/b" (two) look the same.
+				intent.Path, sent = chk.Path, chk.EscapedPath
 			}
 			var re *httpact.RequestError
 			switch {
