@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +37,8 @@ type proxy struct {
 	conns  []net.Conn
 	closed bool
 	wg     sync.WaitGroup
+	// up counts the bytes forwarded from the client to the server.
+	up atomic.Int64
 }
 
 func startProxy(t *testing.T, to string) *proxy {
@@ -69,8 +72,8 @@ func (p *proxy) accept() {
 		if !p.track(c, s) {
 			return
 		}
-		p.wg.Go(func() { p.pipe(s, c) })
-		p.wg.Go(func() { p.pipe(c, s) })
+		p.wg.Go(func() { p.pipe(s, c, &p.up) })
+		p.wg.Go(func() { p.pipe(c, s, nil) })
 	}
 }
 
@@ -87,9 +90,10 @@ func (p *proxy) track(conns ...net.Conn) bool {
 	return true
 }
 
-// pipe copies from src to dst until either closes; after cut it reads and
-// drops, so neither end sees anything more and neither is closed.
-func (p *proxy) pipe(dst, src net.Conn) {
+// pipe copies from src to dst until either closes, adding what it
+// forwards to count if it is not nil; after cut it reads and drops, so
+// neither end sees anything more and neither is closed.
+func (p *proxy) pipe(dst, src net.Conn, count *atomic.Int64) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -104,6 +108,9 @@ func (p *proxy) pipe(dst, src net.Conn) {
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
+			}
+			if count != nil {
+				count.Add(int64(n))
 			}
 		}
 		if err != nil {
@@ -196,6 +203,36 @@ func TestDeadManSwitch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeadManStdinAllOrNothing: a client lost while it sends a command's
+// stdin (here killed after 4 MiB of 64) must not hand the command the
+// part that arrived, as a script cut mid-line would run its cut last
+// line: the command gets no byte of it, and is stopped.
+func TestDeadManStdinAllOrNothing(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg, px := viaProxy(t, s)
+	dir := s.UserDir(t)
+	pid, done := startRemote(t, p, tg, dir, Request{Command: `echo "$$" > pid; cat > got; echo ran > after`, Stdin: bytes.Repeat([]byte("x"), 64<<20)})
+	deadline := time.Now().Add(60 * time.Second)
+	for px.up.Load() < 4<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d bytes of stdin went through the proxy in 60 s", px.up.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	px.kill()
+	<-done
+	if !sshtest.WaitGone(pid, 30*time.Second) {
+		t.Fatalf("command %d still runs after the client was lost", pid)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "got")); err != nil || len(got) != 0 {
+		t.Errorf("the command's stdin: %d bytes, %v; want none of the part that arrived", len(got), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "after")); err == nil {
+		t.Errorf("the command went on past its stdin; want it stopped")
 	}
 }
 

@@ -94,16 +94,19 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 		if [ -n "$__agw_f" ]; then
 			exec 4>"$__agw_f" # returns once the command opened its end
 			rm -f "$__agw_f"
-			if __agw_s=$(mktemp "${TMPDIR:-/tmp}/actiongw-stdin.XXXXXX" 2>/dev/null) && exec 5<"$__agw_s" 6>"$__agw_s"; then
+			if __agw_s=$(mktemp "${TMPDIR:-/tmp}/actiongw-stdin.XXXXXX" 2>/dev/null) && exec 5<"$__agw_s" 6>"$__agw_s" 7<"$__agw_s"; then
 				rm -f "$__agw_s"
-				head -c @N@ <&3 >&6 || __agw_b=lost
-				exec 6>&-
-				[ -z "$__agw_b" ] && cat <&5 >&4 &
+				# All of stdin or none: the part a lost client sent (a
+				# script cut mid-line) never reaches the command, which
+				# waits on the open FIFO until the switch stops it.
+				head -c @N@ <&3 >&6 && [ $(wc -c <&7) = @N@ ] || __agw_b=lost
+				exec 6>&- 7<&-
+				if [ -z "$__agw_b" ]; then cat <&5 >&4 & exec 4>&-; fi
 				exec 5<&-
 			else
 				head -c @N@ <&3 >&4
+				exec 4>&-
 			fi
-			exec 4>&-
 		fi
 		[ -z "$__agw_b" ] &&
 		if command -v timeout >/dev/null 2>&1; then
@@ -130,11 +133,12 @@ fi`
 // The lines that set @ARM@: not armed; armed without stdin; armed with a
 // FIFO for stdin, or not armed when it cannot be made. The watcher reads
 // with head: where the PATH has none, it would take the first read for a
-// lost client and stop the command at once, so it is not armed.
+// lost client and stop the command at once, so it is not armed; nor,
+// with stdin, where there is no wc to check that all of stdin came.
 const (
 	armOff  = `__agw_a= __agw_f=`
 	armOn   = `__agw_a= __agw_f=; command -v head >/dev/null 2>&1 && __agw_a=1`
-	armFIFO = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; command -v head >/dev/null 2>&1 && mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
+	armFIFO = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; command -v head >/dev/null 2>&1 && command -v wc >/dev/null 2>&1 && mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
 )
 
 // wrap returns the script that runs req's command on the target; see
