@@ -58,6 +58,9 @@ type Redactor struct {
 	// the shortest pattern that starts with them: what a stream's last
 	// bytes could begin.
 	heads map[uint32]*pattern
+	// leads has one bit per pattern's first 2 bytes: a clear bit rules
+	// out a head with one load (see heldBy).
+	leads [1 << 16 / 64]uint64
 }
 
 type pattern struct {
@@ -187,6 +190,8 @@ type trieNode struct {
 }
 
 func (r *Redactor) insert(p *pattern) {
+	v := uint16(p.value[0])<<8 | uint16(p.value[1])
+	r.leads[v/64] |= 1 << (v % 64)
 	for n := 1; n < 4; n++ {
 		if k := headKey(p.value[:n]); p.shorter(r.heads[k]) {
 			r.heads[k] = p
@@ -221,7 +226,8 @@ func (r *Redactor) insert(p *pattern) {
 }
 
 // MaxHoldback is how many bytes a streaming redaction may hold back while it
-// waits to see whether they start a secret: the longest pattern minus one.
+// waits to decide whether they start a secret: the longest pattern minus
+// one.
 func (r *Redactor) MaxHoldback() int {
 	if r == nil || r.maxLen == 0 {
 		return 0
@@ -278,11 +284,18 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 	// check, the masked index needs none.
 	gm := uint64(len(g) - 1)
 	_ = g[gm]
+	// Before the end, at alone decides the positions fewer than maxLen
+	// bytes from the end of buf (it holds them by their first bytes, see
+	// at): the blocks stop short of them.
+	limit := len(buf)
+	if !end {
+		limit -= r.maxLen - 1
+	}
 blocks:
-	for i+k+3 <= len(buf) {
+	for i+k+3 <= len(buf) && i+k <= limit {
 		// Two blocks per test while they fit: fewer branches.
 		n := k
-		if i+2*k+3 <= len(buf) {
+		if i+2*k+3 <= len(buf) && i+2*k <= limit {
 			wa, ma := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
 			wb, mb := gramBloom(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
 			if g[wa&gm]&ma != ma && g[wb&gm]&mb != mb {
@@ -319,6 +332,11 @@ blocks:
 		i += n
 	}
 	for i < len(buf) {
+		// Most positions the blocks left begin no pattern's first 2 bytes.
+		if i+1 < len(buf) && !r.leads2(buf[i], buf[i+1]) {
+			i++
+			continue
+		}
 		p, m := r.at(buf, i, end)
 		if m == 0 {
 			i++
@@ -341,20 +359,39 @@ blocks:
 
 // at decides position s of buf. It returns the pattern whose marker
 // replaces buf[s:s+n]; or nil and 0 for a byte kept as it is; or nil and
-// undecided when end is not set and the bytes from s are a proper prefix
-// of a pattern.
+// undecided when end is not set, fewer than maxLen bytes follow s, the
+// first bytes from s (up to 3) begin a pattern, and the bytes from s are
+// not a whole pattern that no longer one goes on from.
+//
+// Which bytes are held is decided by their first 3 bytes alone, never by
+// how far they go on to match a pattern: a stream's held bytes are
+// invisible while it runs and replaced when it is cut (see Stream.Cut), so
+// an agent that has its own bytes echoed back would otherwise learn, by
+// appending one guessed character at a time, whether they still begin a
+// secret, and so the whole secret.
 func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	b := buf[s:]
-	if len(b) < 4 {
-		if !end && r.heads[headKey(b)] != nil {
-			return nil, undecided
+	if !end && len(b) < r.maxLen {
+		if r.heldBy(b) == nil {
+			return nil, 0
 		}
+		// A whole pattern that no longer one goes on from is replaced at
+		// once, as the whole input would have it, so that a running
+		// command's output shows it: it tells the agent nothing it did not
+		// send.
+		if len(b) >= 4 {
+			if full, open := r.matchAt(b); full != nil && open == nil {
+				return full, len(full.value)
+			}
+		}
+		return nil, undecided
+	}
+	if len(b) < 4 {
 		return nil, 0
 	}
+	// Before the end, b is as long as any pattern: open is nil.
 	full, open := r.matchAt(b)
 	switch {
-	case open != nil && !end:
-		return nil, undecided
 	case open != nil && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
 		return open, len(b)
 	case full != nil:
@@ -363,14 +400,22 @@ func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	return nil, 0
 }
 
-// prefixOf returns the shortest pattern of which b is a proper prefix, or
-// nil.
-func (r *Redactor) prefixOf(b []byte) *pattern {
-	if len(b) < 4 {
-		return r.heads[headKey(b)]
+// heldBy returns the shortest pattern that begins with the first bytes
+// of b (up to 3), or nil: what holds b back while a stream runs, and
+// whose marker replaces it when the stream is cut.
+func (r *Redactor) heldBy(b []byte) *pattern {
+	// Called at every position near the end of each write: most are
+	// ruled out by the bitmap, without the map.
+	if len(b) >= 2 && !r.leads2(b[0], b[1]) {
+		return nil
 	}
-	_, open := r.matchAt(b)
-	return open
+	return r.heads[headKey(b[:min(len(b), 3)])]
+}
+
+// leads2 reports whether some pattern begins with the bytes b0, b1.
+func (r *Redactor) leads2(b0, b1 byte) bool {
+	v := uint16(b0)<<8 | uint16(b1)
+	return r.leads[v/64]&(1<<(v%64)) != 0
 }
 
 // matchAt returns the longest pattern that b starts with, and the shortest

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,10 +64,15 @@ func TestStreamCutMarker(t *testing.T) {
 		{"done\n", "done\n"},
 		{"x g", "x [REDACTED:gh]"},
 		{"x " + token[:len(token)-1], "x [REDACTED:gh]"},
-		{"x ab", "x [REDACTED:a]"},   // the shortest pattern ab begins
-		{"x abcx", "x [REDACTED:b]"}, // only b goes on with abcx
+		{"x ab", "x [REDACTED:a]"}, // the shortest pattern ab begins
+		// By the first 3 bytes only: only b goes on with abcx, and a marker
+		// that said so would tell that it does.
+		{"x abcx", "x [REDACTED:a]"},
 		{"x abcdefgh", "x [REDACTED:a]"},
 		{"x abcdefgh ", "x [REDACTED:a] "},
+		// Fewer bytes than the longest pattern follow abc: held, whether
+		// or not they go on with a secret.
+		{"x abc!!!!!", "x [REDACTED:a]"},
 	}
 	for _, tt := range tests {
 		var out []byte
@@ -106,8 +112,8 @@ func TestRedactEnd(t *testing.T) {
 }
 
 // TestStreamHoldsBackOnlyStarts checks that a stream emits at once every
-// byte that cannot begin a secret, so a running command's output is seen
-// while it runs, however long the longest pattern.
+// byte whose first bytes cannot begin a secret, so a running command's
+// output is seen while it runs, however long the longest pattern.
 func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
 	r, err := newRedactor(map[string][]byte{"gh": []byte(token), "key": pemKey(rng, "PRIVATE KEY", 1218, 64)})
@@ -119,7 +125,10 @@ func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 		{"almost " + token[:10], token[:10]},
 		{"x g", "g"},
 		{"-----BEGIN PRIVATE KEY-----\n", "-----BEGIN PRIVATE KEY-----\n"},
-		{"-----BEGIN PRIVATE KEY-----\nno\n", ""},
+		// Held by their first bytes, however they go on (see
+		// TestStreamHoldIsNoOracle).
+		{"-----BEGIN PRIVATE KEY-----\nno\n", "-----BEGIN PRIVATE KEY-----\nno\n"},
+		{"almost " + token[:3] + "!", token[:3] + "!"},
 	}
 	for _, tt := range tests {
 		var out []byte
@@ -127,6 +136,58 @@ func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 		w.Write([]byte(tt.in))
 		if want := tt.in[:len(tt.in)-len(tt.held)]; string(out) != want {
 			t.Errorf("after %q: emitted %q; want %q", tt.in, out, want)
+		}
+	}
+}
+
+// TestStreamHoldIsNoOracle: an agent that has its own bytes echoed back
+// guesses a secret one character at a time, knowing its start. What the
+// stream emits while it runs, and what a cut leaves, must be the same for
+// a right guess and a wrong one; else a few hundred echoes give the
+// whole secret.
+func TestStreamHoldIsNoOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 10))
+	key := pemKey(rng, "OPENSSH PRIVATE KEY", 399, 70)
+	secrets := map[string][]byte{"gh": []byte(token), "key": key}
+	r, err := newRedactor(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Knowing a whole pattern is knowing the secret: past one, a guess may
+	// tell.
+	whole := func(known string) bool {
+		return slices.ContainsFunc(referenceForms(secrets), func(f refForm) bool { return strings.Contains(known, string(f.text)) })
+	}
+	forms := map[string]string{
+		"raw":       token,
+		"hex":       hex.EncodeToString([]byte(token)),
+		"base64":    base64.StdEncoding.EncodeToString([]byte(token)),
+		"key line":  strings.Split(string(key), "\n")[2],
+		"whole key": string(key),
+	}
+	run := func(in string) (running, cut string) {
+		var out []byte
+		w := r.NewStream(func(p []byte) { out = append(out, p...) })
+		w.Write([]byte(in))
+		running = string(out)
+		w.Cut()
+		return running, string(out)
+	}
+	for name, form := range forms {
+		// The first 3 bytes are what the hold may depend on.
+		for k := 3; k < min(len(form)-1, 100) && !whole(form[:k]); k++ {
+			right := form[:k+1]
+			wrong := form[:k] + "\x01"
+			rightRunning, rightCut := run("echo: " + right)
+			wrongRunning, wrongCut := run("echo: " + wrong)
+			if len(rightRunning) != len(wrongRunning) {
+				t.Fatalf("%s: %d known bytes and a guess: %d bytes emitted for the right guess, %d for a wrong one",
+					name, k, len(rightRunning), len(wrongRunning))
+			}
+			if rightCut != wrongCut {
+				t.Fatalf("%s: %d known bytes and a guess, cut: got %q for the right guess, %q for a wrong one",
+					name, k, rightCut, wrongCut)
+			}
 		}
 	}
 }

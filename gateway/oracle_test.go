@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/secrets"
+)
+
+// The redactor must not be an oracle: an agent that can have its own
+// bytes echoed back (an API that echoes a request body, as many do) must
+// not learn, from how the echo comes back, whether the bytes it sent
+// begin a secret. Otherwise it extends a guess one character at a time
+// and reads the whole credential in a few hundred calls.
+
+const (
+	oracleUser     = "svc-monitoring-readonly" // public: in the config
+	oraclePassword = "tok-3f9a8b7c6d5e4f"
+	oracleAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789-"
+)
+
+// newEchoGateway starts a loopback API whose POST answers with the
+// request body followed by pad bytes of "z", and a gateway with two
+// endpoints on it: basic (Basic auth, user oracleUser) and bearer (a
+// token), both with the password oraclePassword. server is added to the
+// [server] section.
+func newEchoGateway(t *testing.T, server string, pad int) *Gateway {
+	t.Helper()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+		w.Write([]byte(strings.Repeat("z", pad)))
+	}))
+	t.Cleanup(api.Close)
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+[server]
+state_dir = %q
+%s
+[http.basic]
+base_url = %q
+methods = ["POST"]
+auth = "basic"
+user = %q
+password_secret = "api-password"
+allow_private = true
+[http.bearer]
+base_url = %q
+methods = ["POST"]
+auth = "bearer"
+token_secret = "api-password"
+allow_private = true
+drain_cap = 1
+`, t.TempDir(), server, api.URL, oracleUser, api.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"api-password": []byte(oraclePassword)}})
+	if _, err := gw.Config(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	return gw
+}
+
+// echo sends body to endpoint and returns the response body as the agent
+// sees it.
+func echo(t *testing.T, gw *Gateway, endpoint, body string) (string, *HTTPRequestOutput) {
+	t.Helper()
+	r := gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: endpoint, Method: "POST", Path: "/echo", Body: body}, nil)
+	out, ok := r.Structured.(*HTTPRequestOutput)
+	if !ok {
+		t.Fatalf("http_request: %s", r.Text)
+	}
+	return out.Body.Head + out.Body.Tail, out
+}
+
+// TestCutIsNoOracle: a body cut at the endpoint's limit (or an action
+// cancelled, or timed out) ends with bytes that may begin a secret, which
+// are replaced rather than shown. Which bytes are replaced must not tell
+// how far they match the secret: the agent puts its guess right before
+// the cut (the limit is known: retain_head_bytes + retain_tail_bytes +
+// drain_cap), and a right guess and a wrong one must come back the same.
+func TestCutIsNoOracle(t *testing.T) {
+	const limit = 2049 // retain_head_bytes + retain_tail_bytes + drain_cap
+	gw := newEchoGateway(t, "retain_head_bytes = 1024\nretain_tail_bytes = 1024\n", 100)
+	cut := func(guess string) (string, int64) {
+		got, out := echo(t, gw, "bearer", strings.Repeat(".", limit-len(guess))+guess)
+		if out.Status != StatusBodyLimit {
+			t.Fatalf("status %s; want %s", out.Status, StatusBodyLimit)
+		}
+		return got, out.Body.Bytes
+	}
+	// The first 3 characters are what the hold may depend on; past them,
+	// one guess at a time must tell nothing.
+	for k := 3; k < len(oraclePassword)-1; k++ {
+		right, rightBytes := cut(oraclePassword[:k+1])
+		wrong, wrongBytes := cut(oraclePassword[:k] + "!")
+		if right != wrong || rightBytes != wrongBytes {
+			t.Fatalf("%d known characters and a guess: the body came back as ...%q (%d bytes) for the right guess, ...%q (%d bytes) for a wrong one",
+				k, right[len(right)-40:], rightBytes, wrong[len(wrong)-40:], wrongBytes)
+		}
+	}
+}
