@@ -80,6 +80,22 @@ func echo(t *testing.T, gw *Gateway, endpoint, body string) (string, *HTTPReques
 	return out.Body.Head + out.Body.Tail, out
 }
 
+// TestBasicUserNameIsNoOracle: the "user:password" that Basic auth sends
+// is redacted as a whole, and its start is the user name, which the
+// agent knows. The end rule (the start of a secret at the end of the
+// output is replaced when it is half the secret) must not count the user
+// name: else "user:" and one guessed character, echoed back, is replaced
+// exactly when the guess is right.
+func TestBasicUserNameIsNoOracle(t *testing.T) {
+	gw := newEchoGateway(t, "", 0)
+	for _, c := range oracleAlphabet {
+		guess := oracleUser + ":" + string(c)
+		if got, _ := echo(t, gw, "basic", guess); got != guess {
+			t.Errorf("the echo of %q came back as %q: the redactor told a right guess of the password's first character", guess, got)
+		}
+	}
+}
+
 // TestCutIsNoOracle: a body cut at the endpoint's limit (or an action
 // cancelled, or timed out) ends with bytes that may begin a secret, which
 // are replaced rather than shown. Which bytes are replaced must not tell

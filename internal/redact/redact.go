@@ -33,8 +33,8 @@ func (e *ShortSecretError) Error() string {
 // Matching is leftmost-longest: scanning left to right, at each position the
 // longest pattern that starts there is replaced and the scan resumes after
 // it. At the end of the input, bytes that begin a pattern are replaced too
-// when they are at least 8 bytes and half of the pattern: what
-// `head -c -1 tokenfile` gives. The streaming writer produces exactly the
+// when they are at least 8 bytes and half of the pattern (the end rule;
+// not for a Secret with KnownStart): what `head -c -1 tokenfile` gives. The streaming writer produces exactly the
 // same output as Redact on the whole input, however the input is split
 // into writes.
 type Redactor struct {
@@ -69,6 +69,9 @@ type pattern struct {
 	// order is the pattern's rank in New; of two patterns as long, the
 	// lower rank is the one a prefix of both is reported as.
 	order int
+	// noEnd is set for the forms of a Secret with KnownStart: the end
+	// rule does not replace a start of them.
+	noEnd bool
 }
 
 // shorter reports whether p is preferred to q as the pattern a prefix
@@ -115,6 +118,14 @@ func headKey(b []byte) uint32 {
 type Secret struct {
 	Name  string
 	Value []byte
+	// KnownStart marks a value that begins with something the agent
+	// knows, such as the user name of the "user:password" that Basic
+	// authentication sends. The end rule (see Redactor) does not apply to
+	// its forms: counting the known start as half of the pattern, the
+	// agent could end its output with it and one guessed character, and
+	// see whether that is replaced. The secret part must be a Secret of
+	// its own, to which the end rule applies.
+	KnownStart bool
 }
 
 // New builds a Redactor for secrets; a name may repeat, with several
@@ -139,7 +150,7 @@ func New(secrets []Secret) (*Redactor, error) {
 				continue
 			}
 			seen[form] = true
-			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns)}
+			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns), noEnd: sec.KnownStart}
 			patterns = append(patterns, p)
 			r.insert(p)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
@@ -392,7 +403,7 @@ func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	// Before the end, b is as long as any pattern: open is nil.
 	full, open := r.matchAt(b)
 	switch {
-	case open != nil && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
+	case open != nil && !open.noEnd && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
 		return open, len(b)
 	case full != nil:
 		return full, len(full.value)

@@ -230,3 +230,31 @@ func FuzzRedactCut(f *testing.F) {
 		t.Fatalf("cut after %q: got %q; want %q, or a prefix of it and a marker", in, out, want)
 	})
 }
+
+// TestKnownStartHasNoEndRule: the "user:password" of Basic auth begins
+// with the user name, which the agent knows. The end rule must not count
+// it, or the name and one guessed character at the end of the output are
+// replaced exactly when the guess is right; the password's own end rule
+// still applies.
+func TestKnownStartHasNoEndRule(t *testing.T) {
+	const user, password = "svc-monitoring-readonly", "hunter2hunter2"
+	r, err := New([]Secret{{Name: "pw", Value: []byte(password)}, {Name: "pw", Value: []byte(user + ":" + password), KnownStart: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, in, want string }{
+		{"name and a right guess", user + ":h", user + ":h"},
+		{"name and a wrong guess", user + ":x", user + ":x"},
+		{"name and half the password", user + ":" + password[:8], user + ":[REDACTED:pw]"},
+		{"whole", "a=" + user + ":" + password, "a=[REDACTED:pw]"},
+		{"whole, base64", base64.RawStdEncoding.EncodeToString([]byte(user + ":" + password)), "[REDACTED:pw]"},
+	}
+	for _, tt := range tests {
+		if got := r.RedactString(tt.in); got != tt.want {
+			t.Errorf("%s: RedactString(%q) = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+		if got := redactChunked(r, []byte(tt.in), []int{3}); string(got) != tt.want {
+			t.Errorf("%s: streamed %q = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
