@@ -2,14 +2,18 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/tlstest"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -121,5 +125,59 @@ func TestCutIsNoOracle(t *testing.T) {
 			t.Fatalf("%d known characters and a guess: the body came back as ...%q (%d bytes) for the right guess, ...%q (%d bytes) for a wrong one",
 				k, right[len(right)-40:], rightBytes, wrong[len(wrong)-40:], wrongBytes)
 		}
+	}
+}
+
+// TestPEMKeyLineIsNoOracle: a private key is redacted line by line too,
+// and a line may begin with bytes every such key has. A P-256 key in
+// PKCS #8 (what openssl and Go write for an mTLS client key) has 48 of
+// the 64 characters of its first line in common with every other: the
+// end rule, taking them for half the line, would replace them and one
+// guessed character exactly when the guess is right, and give 12 bytes
+// of the private key away to an agent that has its guesses echoed.
+func TestPEMKeyLineIsNoOracle(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.Client(t, "agent")
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+	}), tlstest.ServerOptions{ClientAuth: tls.RequireAndVerifyClientCert})
+	dir := t.TempDir()
+	caFile, certFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
+	for path, data := range map[string][]byte{caFile: ca.PEM(), certFile: certPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+[server]
+state_dir = %q
+[http.mtls]
+base_url = %q
+methods = ["POST"]
+allow_private = true
+ca_file = %q
+client_cert = %q
+client_key_secret = "client-key"
+`, t.TempDir(), srv.URL, caFile, certFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"client-key": keyPEM}})
+	t.Cleanup(func() { gw.Close() })
+
+	line := strings.Split(string(keyPEM), "\n")[1]
+	const common = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" // PKCS #8, P-256
+	if !strings.HasPrefix(line, common) {
+		t.Fatalf("the key's first line %q does not begin as a PKCS #8 P-256 key does", line)
+	}
+	const base64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for _, c := range base64 {
+		guess := "key: " + common + string(c)
+		if got, _ := echo(t, gw, "mtls", guess); got != guess {
+			t.Errorf("the echo of %q came back as %q: the redactor told the first private character of the key's line", guess, got)
+		}
+	}
+	if got, _ := echo(t, gw, "mtls", "key: "+line); got != "key: [REDACTED:client-key]" {
+		t.Errorf("the echo of the key's whole line came back as %q; want it redacted", got)
 	}
 }

@@ -33,8 +33,9 @@ func (e *ShortSecretError) Error() string {
 // Matching is leftmost-longest: scanning left to right, at each position the
 // longest pattern that starts there is replaced and the scan resumes after
 // it. At the end of the input, bytes that begin a pattern are replaced too
-// when they are at least 8 bytes and half of the pattern (the end rule;
-// not for a Secret with KnownStart): what `head -c -1 tokenfile` gives. The streaming writer produces exactly the
+// when they are at least 8 bytes and half of the pattern, and that
+// pattern is the shortest they begin (the end rule; not for a Secret with
+// KnownStart or of several lines): what `head -c -1 tokenfile` gives. The streaming writer produces exactly the
 // same output as Redact on the whole input, however the input is split
 // into writes.
 type Redactor struct {
@@ -69,8 +70,8 @@ type pattern struct {
 	// order is the pattern's rank in New; of two patterns as long, the
 	// lower rank is the one a prefix of both is reported as.
 	order int
-	// noEnd is set for the forms of a Secret with KnownStart: the end
-	// rule does not replace a start of them.
+	// noEnd is set for the forms of a Secret with KnownStart or of
+	// several lines: the end rule does not replace a start of them.
 	noEnd bool
 }
 
@@ -124,7 +125,10 @@ type Secret struct {
 	// its forms: counting the known start as half of the pattern, the
 	// agent could end its output with it and one guessed character, and
 	// see whether that is replaced. The secret part must be a Secret of
-	// its own, to which the end rule applies.
+	// its own, to which the end rule applies. A value of several lines (a
+	// key) is taken as KnownStart: its lines begin with bytes every such
+	// key has (a PKCS #8 P-256 key's first line, 48 of its 64
+	// characters), and a bundle may put a public certificate first.
 	KnownStart bool
 }
 
@@ -145,12 +149,13 @@ func New(secrets []Secret) (*Redactor, error) {
 			return nil, &ShortSecretError{Name: sec.Name}
 		}
 		repl := []byte("[REDACTED:" + sec.Name + "]")
+		noEnd := sec.KnownStart || bytes.ContainsRune(bytes.TrimRight(sec.Value, "\r\n"), '\n')
 		for _, form := range Forms(sec.Value) {
 			if seen[form] {
 				continue
 			}
 			seen[form] = true
-			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns), noEnd: sec.KnownStart}
+			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns), noEnd: noEnd}
 			patterns = append(patterns, p)
 			r.insert(p)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
