@@ -56,9 +56,9 @@ type Redactor struct {
 	// trie finds the longest pattern at a position; see trieNode.
 	trie map[uint32]*trieNode
 	// heads maps the first 1 to 3 bytes of every pattern (see headKey) to
-	// the shortest pattern that starts with them: what a stream's last
-	// bytes could begin.
-	heads map[uint32]*pattern
+	// what the patterns that start with them hold back: what a stream's
+	// last bytes could begin.
+	heads map[uint32]*head
 	// leads has one bit per pattern's first 2 bytes: a clear bit rules
 	// out a head with one load (see heldBy).
 	leads [1 << 16 / 64]uint64
@@ -104,6 +104,17 @@ const (
 
 func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
 
+// head is what the patterns that start with the same 1 to 3 bytes hold
+// back in a stream (see at).
+type head struct {
+	// shortest is the shortest of them: its marker replaces held bytes
+	// at a cut.
+	shortest *pattern
+	// longest is the length of the longest: bytes that begin with the
+	// head are held until that many have arrived.
+	longest int
+}
+
 // headKey is the key of heads for b, 1 to 3 bytes: the bytes, and their
 // count in the top byte.
 func headKey(b []byte) uint32 {
@@ -140,7 +151,7 @@ func New(secrets []Secret) (*Redactor, error) {
 	// A form shared by two names is redacted with the first name.
 	secrets = slices.Clone(secrets)
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
-	r := &Redactor{trie: make(map[uint32]*trieNode), heads: make(map[uint32]*pattern)}
+	r := &Redactor{trie: make(map[uint32]*trieNode), heads: make(map[uint32]*head)}
 	var patterns []*pattern
 	seen := make(map[string]bool)
 	minLen := math.MaxInt
@@ -209,9 +220,16 @@ func (r *Redactor) insert(p *pattern) {
 	v := uint16(p.value[0])<<8 | uint16(p.value[1])
 	r.leads[v/64] |= 1 << (v % 64)
 	for n := 1; n < 4; n++ {
-		if k := headKey(p.value[:n]); p.shorter(r.heads[k]) {
-			r.heads[k] = p
+		k := headKey(p.value[:n])
+		h := r.heads[k]
+		if h == nil {
+			h = &head{}
+			r.heads[k] = h
 		}
+		if p.shorter(h.shortest) {
+			h.shortest = p
+		}
+		h.longest = max(h.longest, len(p.value))
 	}
 	key := binary.LittleEndian.Uint32(p.value)
 	n := r.trie[key]
@@ -375,9 +393,10 @@ blocks:
 
 // at decides position s of buf. It returns the pattern whose marker
 // replaces buf[s:s+n]; or nil and 0 for a byte kept as it is; or nil and
-// undecided when end is not set, fewer than maxLen bytes follow s, the
-// first bytes from s (up to 3) begin a pattern, and the bytes from s are
-// not a whole pattern that no longer one goes on from.
+// undecided when end is not set, the first bytes from s (up to 3) begin
+// a pattern, fewer bytes follow s than the longest pattern they begin,
+// and those bytes are not a whole pattern that no longer one goes on
+// from.
 //
 // Which bytes are held is decided by their first 3 bytes alone, never by
 // how far they go on to match a pattern: a stream's held bytes are
@@ -388,8 +407,13 @@ blocks:
 func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	b := buf[s:]
 	if !end && len(b) < r.maxLen {
-		if r.heldBy(b) == nil {
+		h := r.heldBy(b)
+		if h == nil {
 			return nil, 0
+		}
+		if len(b) >= h.longest {
+			// As long as any pattern that could start here: decided.
+			return r.decide(b)
 		}
 		// A whole pattern that no longer one goes on from is replaced at
 		// once, as the whole input would have it, so that a running
@@ -406,6 +430,12 @@ func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 		return nil, 0
 	}
 	// Before the end, b is as long as any pattern: open is nil.
+	return r.decide(b)
+}
+
+// decide is at for bytes b that are the end of the input, or as long as
+// every pattern that could begin them.
+func (r *Redactor) decide(b []byte) (p *pattern, n int) {
 	full, open := r.matchAt(b)
 	switch {
 	case open != nil && !open.noEnd && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
@@ -416,10 +446,10 @@ func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	return nil, 0
 }
 
-// heldBy returns the shortest pattern that begins with the first bytes
-// of b (up to 3), or nil: what holds b back while a stream runs, and
+// heldBy returns the head of b's first bytes (up to 3), or nil when no
+// pattern begins with them: what holds b back while a stream runs, and
 // whose marker replaces it when the stream is cut.
-func (r *Redactor) heldBy(b []byte) *pattern {
+func (r *Redactor) heldBy(b []byte) *head {
 	// Called at every position near the end of each write: most are
 	// ruled out by the bitmap, without the map.
 	if len(b) >= 2 && !r.leads2(b[0], b[1]) {

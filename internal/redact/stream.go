@@ -2,11 +2,11 @@ package redact
 
 // Stream is the streaming form of a Redactor: it passes redacted bytes to
 // an emit function and produces exactly what Redact would on the whole
-// input. It holds back at most MaxHoldback bytes: while fewer bytes follow
-// than the longest pattern, it holds from the first position whose first
-// bytes (up to 3) begin a pattern, however the bytes after them go on, so
-// that what it holds tells nothing of a secret past its first 3 bytes. A
-// Stream is used by one goroutine.
+// input. It holds back at most MaxHoldback bytes: from the first position
+// whose first bytes (up to 3) begin a pattern, until as many bytes as the
+// longest pattern they begin have arrived, however the bytes after them go
+// on, so that what it holds tells nothing of a secret past its first 3
+// bytes. A Stream is used by one goroutine.
 type Stream struct {
 	r    *Redactor
 	emit func([]byte)
@@ -78,6 +78,6 @@ func (w *Stream) Cut() {
 	if len(w.carry) == 0 {
 		return
 	}
-	w.emit(w.r.heldBy(w.carry).replacement)
+	w.emit(w.r.heldBy(w.carry).shortest.replacement)
 	w.carry = w.carry[:0]
 }

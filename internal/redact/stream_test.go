@@ -129,6 +129,10 @@ func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 		// TestStreamHoldIsNoOracle).
 		{"-----BEGIN PRIVATE KEY-----\nno\n", "-----BEGIN PRIVATE KEY-----\nno\n"},
 		{"almost " + token[:3] + "!", token[:3] + "!"},
+		// Held only until as many bytes as the longest pattern they could
+		// begin have arrived (the token's, not the key's): then decided.
+		{"not " + token[:3] + strings.Repeat("!", len(token)-3), ""},
+		{"not " + token[:3] + strings.Repeat("!", len(token)-4), token[:3] + strings.Repeat("!", len(token)-4)},
 	}
 	for _, tt := range tests {
 		var out []byte
