@@ -394,9 +394,8 @@ blocks:
 // at decides position s of buf. It returns the pattern whose marker
 // replaces buf[s:s+n]; or nil and 0 for a byte kept as it is; or nil and
 // undecided when end is not set, the first bytes from s (up to 3) begin
-// a pattern, fewer bytes follow s than the longest pattern they begin,
-// and those bytes are not a whole pattern that no longer one goes on
-// from.
+// a pattern, and fewer bytes follow s than the longest pattern they
+// begin.
 //
 // Which bytes are held is decided by their first 3 bytes alone, never by
 // how far they go on to match a pattern: a stream's held bytes are
@@ -411,20 +410,15 @@ func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 		if h == nil {
 			return nil, 0
 		}
-		if len(b) >= h.longest {
-			// As long as any pattern that could start here: decided.
-			return r.decide(b)
+		if len(b) < h.longest {
+			// Even when b begins with a whole pattern: whether a longer one
+			// goes on from it would tell how far b matches that one, and an
+			// agent can know a whole pattern without the secret (a line of
+			// a key's base64 that holds only its armour and fixed header).
+			return nil, undecided
 		}
-		// A whole pattern that no longer one goes on from is replaced at
-		// once, as the whole input would have it, so that a running
-		// command's output shows it: it tells the agent nothing it did not
-		// send.
-		if len(b) >= 4 {
-			if full, open := r.matchAt(b); full != nil && open == nil {
-				return full, len(full.value)
-			}
-		}
-		return nil, undecided
+		// As long as any pattern that could start here: decided.
+		return r.decide(b)
 	}
 	if len(b) < 4 {
 		return nil, 0
