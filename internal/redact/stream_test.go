@@ -201,9 +201,49 @@ func TestStreamHoldIsNoOracle(t *testing.T) {
 	}
 }
 
-// FuzzRedactCut cuts a stream at any point. The output never ends with
-// the start of a form or holds a whole one, and it is what the input
-// before the cut gives, or a prefix of that and a marker.
+// referenceHold is what a stream that was written in, and not yet
+// closed, has emitted, and the marker a cut puts in place of the rest
+// (nil when nothing is held). It scans as referenceRedact does, without
+// the end rule, and stops at the first position whose first bytes, up to
+// 3, begin a form, when fewer bytes follow it than the longest form they
+// begin, however those bytes go on. The marker is that of the shortest
+// form they begin (the first listed of two as long).
+func referenceHold(in []byte, forms []refForm) (emitted, marker []byte) {
+	for i := 0; i < len(in); {
+		rest := in[i:]
+		head := rest[:min(3, len(rest))]
+		var shortest, best *refForm
+		longest := 0
+		for j := range forms {
+			f := &forms[j]
+			if bytes.HasPrefix(f.text, head) {
+				longest = max(longest, len(f.text))
+				if shortest == nil || len(f.text) < len(shortest.text) {
+					shortest = f
+				}
+			}
+			if bytes.HasPrefix(rest, f.text) && (best == nil || len(f.text) > len(best.text)) {
+				best = f
+			}
+		}
+		switch {
+		case len(rest) < longest:
+			return emitted, shortest.marker
+		case best != nil:
+			emitted = append(emitted, best.marker...)
+			i += len(best.text)
+		default:
+			emitted = append(emitted, in[i])
+			i++
+		}
+	}
+	return emitted, nil
+}
+
+// FuzzRedactCut cuts a stream at any point. The output is what
+// referenceHold says, so what a cut leaves depends on no byte past the
+// first 3 of a guess; it never ends with the start of a form or holds a
+// whole one.
 func FuzzRedactCut(f *testing.F) {
 	f.Add([]byte("token=\xfe and \xfe\xfe end"), []byte("s3cr3t\xffanother-one"), []byte{1, 2, 3}, uint16(12))
 	f.Add([]byte("Authorization: \xfd\x03"), []byte("ghp_0123456789abcdef"), []byte{5}, uint16(20))
@@ -227,16 +267,10 @@ func FuzzRedactCut(f *testing.F) {
 		}
 		w.Cut()
 		checkNoForm(t, out, forms, true)
-		want := referenceRedact(in, forms)
-		if bytes.Equal(out, want) {
-			return
+		emitted, marker := referenceHold(in, forms)
+		if want := append(emitted, marker...); !bytes.Equal(out, want) {
+			t.Fatalf("cut after %q: got %q; want %q", in, out, want)
 		}
-		for _, f := range forms {
-			if emitted, ok := bytes.CutSuffix(out, f.marker); ok && bytes.HasPrefix(want, emitted) {
-				return
-			}
-		}
-		t.Fatalf("cut after %q: got %q; want %q, or a prefix of it and a marker", in, out, want)
 	})
 }
 
