@@ -33,11 +33,11 @@ func (e *ShortSecretError) Error() string {
 // Matching is leftmost-longest: scanning left to right, at each position the
 // longest pattern that starts there is replaced and the scan resumes after
 // it. At the end of the input, bytes that begin a pattern are replaced too
-// when they are at least 8 bytes and half of the pattern, and that
-// pattern is the shortest they begin (the end rule; not for a Secret with
-// KnownStart or of several lines): what `head -c -1 tokenfile` gives. The streaming writer produces exactly the
-// same output as Redact on the whole input, however the input is split
-// into writes.
+// when they are at least 8 bytes and half of the shortest pattern they
+// begin (the end rule; not for a Secret with KnownStart or of several
+// lines): what `head -c -1 tokenfile` gives. The streaming writer produces
+// exactly the same output as Redact on the whole input, however the input
+// is split into writes.
 type Redactor struct {
 	maxLen int
 	// filter has one bit per hash of a pattern's first 4 bytes; a clear bit
@@ -444,15 +444,12 @@ func (r *Redactor) decide(b []byte) (p *pattern, n int) {
 // pattern begins with them: what holds b back while a stream runs, and
 // whose marker replaces it when the stream is cut.
 func (r *Redactor) heldBy(b []byte) *head {
-	// Called at every position near the end of each write: most are
-	// ruled out by the bitmap, without the map.
-	if len(b) >= 2 && !r.leads2(b[0], b[1]) {
-		return nil
-	}
 	return r.heads[headKey(b[:min(len(b), 3)])]
 }
 
-// leads2 reports whether some pattern begins with the bytes b0, b1.
+// leads2 reports whether some pattern begins with the bytes b0, b1: scan
+// asks it before at, to rule out most positions near the end of a write
+// without a map lookup.
 func (r *Redactor) leads2(b0, b1 byte) bool {
 	v := uint16(b0)<<8 | uint16(b1)
 	return r.leads[v/64]&(1<<(v%64)) != 0
