@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -179,5 +180,70 @@ client_key_secret = "client-key"
 	}
 	if got, _ := echo(t, gw, "mtls", "key: "+line); got != "key: [REDACTED:client-key]" {
 		t.Errorf("the echo of the key's whole line came back as %q; want it redacted", got)
+	}
+}
+
+// TestKeyBase64IsNoOracle: a key is also redacted as its base64, and as
+// the lines of that base64 wrapped at 64 and 76 columns. The first of
+// those lines encodes only the armour and bytes every key of its kind
+// has (a PKCS #8 P-256 key's 48 common characters), so an agent knows
+// it, a whole pattern, without the key. Whether the bytes after it go on
+// with the base64 of the key must not tell in a body cut at the
+// endpoint's limit: else one guessed character at a time gives the key.
+func TestKeyBase64IsNoOracle(t *testing.T) {
+	const limit = 2049 // retain_head_bytes + retain_tail_bytes + drain_cap
+	ca := tlstest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.Client(t, "agent")
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+		w.Write([]byte(strings.Repeat("z", 100)))
+	}), tlstest.ServerOptions{ClientAuth: tls.RequireAndVerifyClientCert})
+	dir := t.TempDir()
+	caFile, certFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
+	for path, data := range map[string][]byte{caFile: ca.PEM(), certFile: certPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+[server]
+state_dir = %q
+retain_head_bytes = 1024
+retain_tail_bytes = 1024
+[http.mtls]
+base_url = %q
+methods = ["POST"]
+allow_private = true
+ca_file = %q
+client_cert = %q
+client_key_secret = "client-key"
+drain_cap = 1
+`, t.TempDir(), srv.URL, caFile, certFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"client-key": keyPEM}})
+	t.Cleanup(func() { gw.Close() })
+
+	const public = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" // PKCS #8, P-256
+	if !strings.HasPrefix(string(keyPEM), public) {
+		t.Fatalf("the key %q does not begin as a PKCS #8 P-256 key does", keyPEM[:len(public)])
+	}
+	// The base64 characters the public bytes alone decide; the next one
+	// holds the first private bits.
+	known := base64.StdEncoding.EncodeToString(keyPEM)[:8*len(public)/6]
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	var first string
+	for i, c := range alphabet {
+		got, out := echo(t, gw, "mtls", strings.Repeat(".", limit-len(known)-1)+known+string(c))
+		if out.Status != StatusBodyLimit {
+			t.Fatalf("status %s; want %s", out.Status, StatusBodyLimit)
+		}
+		if i == 0 {
+			first = got
+		} else if got != first {
+			t.Fatalf("the cut echo of the key's known base64 and %q came back as ...%q, and with %q as ...%q: the redactor told one of them goes on with the key",
+				c, got[len(got)-60:], alphabet[0], first[len(first)-60:])
+		}
 	}
 }
