@@ -139,8 +139,25 @@ type Secret struct {
 	// its own, to which the end rule applies. A value of several lines (a
 	// key) is taken as KnownStart: its lines begin with bytes every such
 	// key has (a PKCS #8 P-256 key's first line, 48 of its 64
-	// characters), and a bundle may put a public certificate first.
+	// characters), and a bundle may put a public certificate first. So is
+	// a JWT (see jwtSignature), whose signature is added as a secret of
+	// its own.
 	KnownStart bool
+}
+
+// jwtSignature returns the signature of a JWT, its last dot-separated
+// part, or nil when v is no JWT or its signature is too short to redact.
+// A JWT's header and claims are no secret: an agent can know or guess
+// them (algorithm, issuer, audience, subject, scope, times), and they
+// are often more than half of the token. A JWT is told by its header,
+// JSON that begins `{"`: "eyJ" in base64url.
+func jwtSignature(v []byte) []byte {
+	header, _, ok := bytes.Cut(v, []byte("."))
+	sig := v[bytes.LastIndexByte(v, '.')+1:]
+	if !ok || !bytes.HasPrefix(header, []byte("eyJ")) || len(sig) < MinSecretLen {
+		return nil
+	}
+	return sig
 }
 
 // New builds a Redactor for secrets; a name may repeat, with several
@@ -150,6 +167,11 @@ type Secret struct {
 func New(secrets []Secret) (*Redactor, error) {
 	// A form shared by two names is redacted with the first name.
 	secrets = slices.Clone(secrets)
+	for _, sec := range secrets {
+		if sig := jwtSignature(sec.Value); sig != nil {
+			secrets = append(secrets, Secret{Name: sec.Name, Value: sig})
+		}
+	}
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
 	r := &Redactor{trie: make(map[uint32]*trieNode), heads: make(map[uint32]*head)}
 	var patterns []*pattern
@@ -160,7 +182,7 @@ func New(secrets []Secret) (*Redactor, error) {
 			return nil, &ShortSecretError{Name: sec.Name}
 		}
 		repl := []byte("[REDACTED:" + sec.Name + "]")
-		noEnd := sec.KnownStart || bytes.ContainsRune(bytes.TrimRight(sec.Value, "\r\n"), '\n')
+		noEnd := sec.KnownStart || bytes.ContainsRune(bytes.TrimRight(sec.Value, "\r\n"), '\n') || jwtSignature(sec.Value) != nil
 		for _, form := range Forms(sec.Value) {
 			if seen[form] {
 				continue

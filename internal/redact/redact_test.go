@@ -170,7 +170,7 @@ func redactChunked(r *Redactor, in []byte, sizes []int) []byte {
 
 // refForm is a pattern as the reference sees it: its text and its marker,
 // and whether the end rule spares it (a form of a secret of several
-// lines).
+// lines, or of a JWT).
 type refForm struct {
 	text, marker []byte
 	noEnd        bool
@@ -179,16 +179,25 @@ type refForm struct {
 func severalLines(v []byte) bool { return bytes.ContainsRune(bytes.TrimRight(v, "\r\n"), '\n') }
 
 // referenceForms lists the forms of secrets in New's order: names sorted,
-// each name's Forms in turn; a form two names share keeps the first name.
+// each name's Forms in turn, then those of its signature if it is a JWT;
+// a form two names share keeps the first name.
 func referenceForms(secrets map[string][]byte) []refForm {
 	var forms []refForm
 	seen := map[string]bool{}
-	for _, name := range slices.Sorted(maps.Keys(secrets)) {
-		for _, f := range Forms(secrets[name]) {
+	add := func(name string, v []byte, noEnd bool) {
+		for _, f := range Forms(v) {
 			if !seen[f] {
 				seen[f] = true
-				forms = append(forms, refForm{[]byte(f), []byte("[REDACTED:" + name + "]"), severalLines(secrets[name])})
+				forms = append(forms, refForm{[]byte(f), []byte("[REDACTED:" + name + "]"), noEnd})
 			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		v := secrets[name]
+		sig := jwtSignature(v)
+		add(name, v, severalLines(v) || sig != nil)
+		if sig != nil {
+			add(name, sig, false)
 		}
 	}
 	return forms

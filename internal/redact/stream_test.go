@@ -301,3 +301,35 @@ func TestKnownStartHasNoEndRule(t *testing.T) {
 		}
 	}
 }
+
+// TestJWTHasEndRuleOnlyOnItsSignature: a JWT (an OAuth2 access token, a
+// service account's token) begins with a header and claims the agent can
+// know or guess, often more than half of the token. The end rule must not
+// count them, or they and one guessed character at the end of the output
+// are replaced exactly when the guess is the signature's first; the
+// signature's own end rule still applies.
+func TestJWTHasEndRuleOnlyOnItsSignature(t *testing.T) {
+	enc := base64.RawURLEncoding
+	known := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." +
+		enc.EncodeToString([]byte(`{"iss":"https://idp.example/","sub":"gw@clients","aud":"https://api.example/","iat":1764550000,"exp":1764553600}`)) + "."
+	const sig = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	r, err := New([]Secret{{Name: "at", Value: []byte(known + sig)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, in, want string }{
+		{"claims and a right guess", known + sig[:1], known + sig[:1]},
+		{"claims and a wrong guess", known + "A", known + "A"},
+		{"claims and half the signature", known + sig[:22], known + "[REDACTED:at]"},
+		{"whole", "a=" + known + sig + ";", "a=[REDACTED:at];"},
+		{"signature alone, less its last character", "sig " + sig[:len(sig)-1], "sig [REDACTED:at]"},
+	}
+	for _, tt := range tests {
+		if got := r.RedactString(tt.in); got != tt.want {
+			t.Errorf("%s: RedactString(%q) = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+		if got := redactChunked(r, []byte(tt.in), []int{3}); string(got) != tt.want {
+			t.Errorf("%s: streamed %q = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
