@@ -145,16 +145,17 @@ type Secret struct {
 	KnownStart bool
 }
 
-// jwtSignature returns the signature of a JWT, its last dot-separated
-// part, or nil when v is no JWT or its signature is too short to redact.
+// jwtSignature returns the signature of a JWT, the last of its 3 (or,
+// encrypted, 5) dot-separated parts, or nil when v is no JWT or its
+// signature is too short to redact.
 // A JWT's header and claims are no secret: an agent can know or guess
 // them (algorithm, issuer, audience, subject, scope, times), and they
 // are often more than half of the token. A JWT is told by its header,
 // JSON that begins `{"`: "eyJ" in base64url.
 func jwtSignature(v []byte) []byte {
-	header, _, ok := bytes.Cut(v, []byte("."))
+	header, rest, _ := bytes.Cut(v, []byte("."))
 	sig := v[bytes.LastIndexByte(v, '.')+1:]
-	if !ok || !bytes.HasPrefix(header, []byte("eyJ")) || len(sig) < MinSecretLen {
+	if !bytes.Contains(rest, []byte(".")) || !bytes.HasPrefix(header, []byte("eyJ")) || len(sig) < MinSecretLen {
 		return nil
 	}
 	return sig
