@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,13 +32,16 @@ const (
 // auth, or the form), issues access tokens that expire after expiresIn
 // seconds, and for the refresh grant rotates the refresh token. The API
 // accepts only the latest token, while it has not expired, and echoes it
-// in its body and a header.
+// in its body and a header (a POST's body instead).
 type oauthServer struct {
 	t         *testing.T
 	expiresIn int
 	// failWith, when set, is the token endpoint's whole answer: a 400
 	// that quotes the client secret.
 	failWith bool
+	// claims, when set, makes access tokens JWTs (HS256) with these
+	// claims; else they are opaque.
+	claims string
 
 	mu        sync.Mutex
 	fetches   int // token requests
@@ -103,6 +108,12 @@ func (s *oauthServer) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.current = "at-" + rand.Text()
+	if s.claims != "" {
+		enc := base64.RawURLEncoding
+		sig := make([]byte, 32)
+		rand.Read(sig)
+		s.current = enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString([]byte(s.claims)) + "." + enc.EncodeToString(sig)
+	}
 	s.expiry = time.Now().Add(time.Duration(s.expiresIn) * time.Second)
 	s.issued = append(s.issued, s.current)
 	answer["access_token"] = s.current
@@ -119,6 +130,10 @@ func (s *oauthServer) serveAPI(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprintf(w, "refused %s\n", auth)
+		return
+	}
+	if r.Method == http.MethodPost {
+		io.Copy(w, r.Body)
 		return
 	}
 	w.Header().Set("X-Request-Id", "echo:"+auth)
@@ -381,5 +396,42 @@ func TestLearnedTokensKeptUntilExpiry(t *testing.T) {
 	}
 	if got := g.redactString(live[0]); got != "[REDACTED:api.access_token]" {
 		t.Errorf("after a reload: %q; want the learned token redacted", got)
+	}
+}
+
+// TestJWTClaimsAreNoOracle: an access token that is a JWT begins with a
+// header and claims an agent can know or guess (algorithm, issuer,
+// audience, client, times): often more than half of the token. The end
+// rule (the start of a secret at the end of the output is replaced when
+// it is half the secret) must not count them, or an echo of them and one
+// guessed character is replaced exactly when it is the signature's first.
+func TestJWTClaimsAreNoOracle(t *testing.T) {
+	s := newOAuthServer(t, 3600)
+	s.claims = `{"iss":"https://idp.example/","sub":"actiongw-client@clients","aud":"https://api.example/","iat":1764550000,"exp":1764553600,"scope":"read write:items","gty":"client-credentials"}`
+	g := newOAuthGateway(t, s, clientCredentials(s))
+	if _, out := g.get(t); out.Status != StatusOK {
+		t.Fatalf("status %s; want %s", out.Status, StatusOK)
+	}
+	s.mu.Lock()
+	token := s.current
+	s.mu.Unlock()
+	known := token[:strings.LastIndexByte(token, '.')+1]
+	if 2*len(known) < len(token) {
+		t.Fatalf("header and claims are %d of the token's %d bytes; want half or more", len(known), len(token))
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for _, c := range alphabet {
+		body := "token: " + known + string(c)
+		r := g.gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: "api", Method: "POST", Path: "/echo", Body: body}, nil)
+		out, _ := r.Structured.(*HTTPRequestOutput)
+		if out == nil {
+			t.Fatalf("http_request: no structured result: %s", r.Text)
+		}
+		if got := out.Body.Head + out.Body.Tail; got != body {
+			t.Errorf("the echo of the token's header, claims and %q came back as %q: the redactor told the signature's first character", c, got)
+		}
+	}
+	if got := g.gw.red.Load().RedactString("x " + token[:len(token)-1]); !strings.Contains(got, "[REDACTED:api.access_token]") {
+		t.Errorf("the token less its last character came back as %q; want its signature redacted", got)
 	}
 }

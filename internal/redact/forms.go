@@ -57,6 +57,9 @@ func Forms(value []byte) []string {
 	}
 	slices.SortFunc(wholes, bytes.Compare)
 	for _, v := range slices.CompactFunc(wholes, bytes.Equal) {
+		if len(v) == 0 {
+			continue // line ends alone, trimmed: nothing to encode
+		}
 		add(encodings(v)...)
 		add(wrapped(v)...)
 	}

@@ -68,6 +68,22 @@ func TestFormsCoverEncoders(t *testing.T) {
 	}
 }
 
+// TestLineEndsOnly: a value of line ends alone (a keyring item stored
+// from an empty line, or a refresh token an OAuth2 server rotated to)
+// has nothing left once its line ends are trimmed. New must not panic
+// on it, which would stop serve at the load or the token refresh.
+func TestLineEndsOnly(t *testing.T) {
+	for _, v := range []string{"\r\r\r\r", "\n\n\n\n", "\r\n\r\n"} {
+		r, err := New([]Secret{{Name: "s", Value: []byte(v)}})
+		if err != nil {
+			t.Fatalf("New(%q): %v", v, err)
+		}
+		if got := r.RedactString("a" + v + "b"); got != "a[REDACTED:s]b" {
+			t.Errorf("RedactString of %q inside text = %q; want it redacted", v, got)
+		}
+	}
+}
+
 // TestRedactBase64Alignments encodes the secret after 0 to 6 bytes and
 // before 0 to 2, in both alphabets, padded or not: every character that
 // only the secret decides is replaced, and only those.

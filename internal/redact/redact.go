@@ -33,10 +33,11 @@ func (e *ShortSecretError) Error() string {
 // Matching is leftmost-longest: scanning left to right, at each position the
 // longest pattern that starts there is replaced and the scan resumes after
 // it. At the end of the input, bytes that begin a pattern are replaced too
-// when they are at least 8 bytes and half of the pattern: what
-// `head -c -1 tokenfile` gives. The streaming writer produces exactly the
-// same output as Redact on the whole input, however the input is split
-// into writes.
+// when they are at least 8 bytes and half of the shortest pattern they
+// begin (the end rule; not for a Secret with KnownStart or of several
+// lines): what `head -c -1 tokenfile` gives. The streaming writer produces
+// exactly the same output as Redact on the whole input, however the input
+// is split into writes.
 type Redactor struct {
 	maxLen int
 	// filter has one bit per hash of a pattern's first 4 bytes; a clear bit
@@ -55,9 +56,12 @@ type Redactor struct {
 	// trie finds the longest pattern at a position; see trieNode.
 	trie map[uint32]*trieNode
 	// heads maps the first 1 to 3 bytes of every pattern (see headKey) to
-	// the shortest pattern that starts with them: what a stream's last
-	// bytes could begin.
-	heads map[uint32]*pattern
+	// what the patterns that start with them hold back: what a stream's
+	// last bytes could begin.
+	heads map[uint32]*head
+	// leads has one bit per pattern's first 2 bytes: a clear bit rules
+	// out a head with one load (see heldBy).
+	leads [1 << 16 / 64]uint64
 }
 
 type pattern struct {
@@ -66,6 +70,9 @@ type pattern struct {
 	// order is the pattern's rank in New; of two patterns as long, the
 	// lower rank is the one a prefix of both is reported as.
 	order int
+	// noEnd is set for the forms of a Secret with KnownStart or of
+	// several lines: the end rule does not replace a start of them.
+	noEnd bool
 }
 
 // shorter reports whether p is preferred to q as the pattern a prefix
@@ -97,6 +104,17 @@ const (
 
 func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
 
+// head is what the patterns that start with the same 1 to 3 bytes hold
+// back in a stream (see at).
+type head struct {
+	// shortest is the shortest of them: its marker replaces held bytes
+	// at a cut.
+	shortest *pattern
+	// longest is the length of the longest: bytes that begin with the
+	// head are held until that many have arrived.
+	longest int
+}
+
 // headKey is the key of heads for b, 1 to 3 bytes: the bytes, and their
 // count in the top byte.
 func headKey(b []byte) uint32 {
@@ -112,6 +130,35 @@ func headKey(b []byte) uint32 {
 type Secret struct {
 	Name  string
 	Value []byte
+	// KnownStart marks a value that begins with something the agent
+	// knows, such as the user name of the "user:password" that Basic
+	// authentication sends. The end rule (see Redactor) does not apply to
+	// its forms: counting the known start as half of the pattern, the
+	// agent could end its output with it and one guessed character, and
+	// see whether that is replaced. The secret part must be a Secret of
+	// its own, to which the end rule applies. A value of several lines (a
+	// key) is taken as KnownStart: its lines begin with bytes every such
+	// key has (a PKCS #8 P-256 key's first line, 48 of its 64
+	// characters), and a bundle may put a public certificate first. So is
+	// a JWT (see jwtSignature), whose signature is added as a secret of
+	// its own.
+	KnownStart bool
+}
+
+// jwtSignature returns the signature of a JWT, the last of its 3 (or,
+// encrypted, 5) dot-separated parts, or nil when v is no JWT or its
+// signature is too short to redact.
+// A JWT's header and claims are no secret: an agent can know or guess
+// them (algorithm, issuer, audience, subject, scope, times), and they
+// are often more than half of the token. A JWT is told by its header,
+// JSON that begins `{"`: "eyJ" in base64url.
+func jwtSignature(v []byte) []byte {
+	header, rest, _ := bytes.Cut(v, []byte("."))
+	sig := v[bytes.LastIndexByte(v, '.')+1:]
+	if !bytes.Contains(rest, []byte(".")) || !bytes.HasPrefix(header, []byte("eyJ")) || len(sig) < MinSecretLen {
+		return nil
+	}
+	return sig
 }
 
 // New builds a Redactor for secrets; a name may repeat, with several
@@ -121,8 +168,13 @@ type Secret struct {
 func New(secrets []Secret) (*Redactor, error) {
 	// A form shared by two names is redacted with the first name.
 	secrets = slices.Clone(secrets)
+	for _, sec := range secrets {
+		if sig := jwtSignature(sec.Value); sig != nil {
+			secrets = append(secrets, Secret{Name: sec.Name, Value: sig})
+		}
+	}
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
-	r := &Redactor{trie: make(map[uint32]*trieNode), heads: make(map[uint32]*pattern)}
+	r := &Redactor{trie: make(map[uint32]*trieNode), heads: make(map[uint32]*head)}
 	var patterns []*pattern
 	seen := make(map[string]bool)
 	minLen := math.MaxInt
@@ -131,12 +183,13 @@ func New(secrets []Secret) (*Redactor, error) {
 			return nil, &ShortSecretError{Name: sec.Name}
 		}
 		repl := []byte("[REDACTED:" + sec.Name + "]")
+		noEnd := sec.KnownStart || bytes.ContainsRune(bytes.TrimRight(sec.Value, "\r\n"), '\n') || jwtSignature(sec.Value) != nil
 		for _, form := range Forms(sec.Value) {
 			if seen[form] {
 				continue
 			}
 			seen[form] = true
-			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns)}
+			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns), noEnd: noEnd}
 			patterns = append(patterns, p)
 			r.insert(p)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
@@ -187,10 +240,19 @@ type trieNode struct {
 }
 
 func (r *Redactor) insert(p *pattern) {
+	v := uint16(p.value[0])<<8 | uint16(p.value[1])
+	r.leads[v/64] |= 1 << (v % 64)
 	for n := 1; n < 4; n++ {
-		if k := headKey(p.value[:n]); p.shorter(r.heads[k]) {
-			r.heads[k] = p
+		k := headKey(p.value[:n])
+		h := r.heads[k]
+		if h == nil {
+			h = &head{}
+			r.heads[k] = h
 		}
+		if p.shorter(h.shortest) {
+			h.shortest = p
+		}
+		h.longest = max(h.longest, len(p.value))
 	}
 	key := binary.LittleEndian.Uint32(p.value)
 	n := r.trie[key]
@@ -221,7 +283,8 @@ func (r *Redactor) insert(p *pattern) {
 }
 
 // MaxHoldback is how many bytes a streaming redaction may hold back while it
-// waits to see whether they start a secret: the longest pattern minus one.
+// waits to decide whether they start a secret: the longest pattern minus
+// one.
 func (r *Redactor) MaxHoldback() int {
 	if r == nil || r.maxLen == 0 {
 		return 0
@@ -278,11 +341,18 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 	// check, the masked index needs none.
 	gm := uint64(len(g) - 1)
 	_ = g[gm]
+	// Before the end, at alone decides the positions fewer than maxLen
+	// bytes from the end of buf (it holds them by their first bytes, see
+	// at): the blocks stop short of them.
+	limit := len(buf)
+	if !end {
+		limit -= r.maxLen - 1
+	}
 blocks:
-	for i+k+3 <= len(buf) {
+	for i+k+3 <= len(buf) && i+k <= limit {
 		// Two blocks per test while they fit: fewer branches.
 		n := k
-		if i+2*k+3 <= len(buf) {
+		if i+2*k+3 <= len(buf) && i+2*k <= limit {
 			wa, ma := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
 			wb, mb := gramBloom(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
 			if g[wa&gm]&ma != ma && g[wb&gm]&mb != mb {
@@ -319,6 +389,11 @@ blocks:
 		i += n
 	}
 	for i < len(buf) {
+		// Most positions the blocks left begin no pattern's first 2 bytes.
+		if i+1 < len(buf) && !r.leads2(buf[i], buf[i+1]) {
+			i++
+			continue
+		}
 		p, m := r.at(buf, i, end)
 		if m == 0 {
 			i++
@@ -341,21 +416,46 @@ blocks:
 
 // at decides position s of buf. It returns the pattern whose marker
 // replaces buf[s:s+n]; or nil and 0 for a byte kept as it is; or nil and
-// undecided when end is not set and the bytes from s are a proper prefix
-// of a pattern.
+// undecided when end is not set, the first bytes from s (up to 3) begin
+// a pattern, and fewer bytes follow s than the longest pattern they
+// begin.
+//
+// Which bytes are held is decided by their first 3 bytes alone, never by
+// how far they go on to match a pattern: a stream's held bytes are
+// invisible while it runs and replaced when it is cut (see Stream.Cut), so
+// an agent that has its own bytes echoed back would otherwise learn, by
+// appending one guessed character at a time, whether they still begin a
+// secret, and so the whole secret.
 func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	b := buf[s:]
-	if len(b) < 4 {
-		if !end && r.heads[headKey(b)] != nil {
+	if !end && len(b) < r.maxLen {
+		h := r.heldBy(b)
+		if h == nil {
+			return nil, 0
+		}
+		if len(b) < h.longest {
+			// Even when b begins with a whole pattern: whether a longer one
+			// goes on from it would tell how far b matches that one, and an
+			// agent can know a whole pattern without the secret (a line of
+			// a key's base64 that holds only its armour and fixed header).
 			return nil, undecided
 		}
+		// As long as any pattern that could start here: decided.
+		return r.decide(b)
+	}
+	if len(b) < 4 {
 		return nil, 0
 	}
+	// Before the end, b is as long as any pattern: open is nil.
+	return r.decide(b)
+}
+
+// decide is at for bytes b that are the end of the input, or as long as
+// every pattern that could begin them.
+func (r *Redactor) decide(b []byte) (p *pattern, n int) {
 	full, open := r.matchAt(b)
 	switch {
-	case open != nil && !end:
-		return nil, undecided
-	case open != nil && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
+	case open != nil && !open.noEnd && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
 		return open, len(b)
 	case full != nil:
 		return full, len(full.value)
@@ -363,14 +463,19 @@ func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	return nil, 0
 }
 
-// prefixOf returns the shortest pattern of which b is a proper prefix, or
-// nil.
-func (r *Redactor) prefixOf(b []byte) *pattern {
-	if len(b) < 4 {
-		return r.heads[headKey(b)]
-	}
-	_, open := r.matchAt(b)
-	return open
+// heldBy returns the head of b's first bytes (up to 3), or nil when no
+// pattern begins with them: what holds b back while a stream runs, and
+// whose marker replaces it when the stream is cut.
+func (r *Redactor) heldBy(b []byte) *head {
+	return r.heads[headKey(b[:min(len(b), 3)])]
+}
+
+// leads2 reports whether some pattern begins with the bytes b0, b1: scan
+// asks it before at, to rule out most positions near the end of a write
+// without a map lookup.
+func (r *Redactor) leads2(b0, b1 byte) bool {
+	v := uint16(b0)<<8 | uint16(b1)
+	return r.leads[v/64]&(1<<(v%64)) != 0
 }
 
 // matchAt returns the longest pattern that b starts with, and the shortest

@@ -168,20 +168,36 @@ func redactChunked(r *Redactor, in []byte, sizes []int) []byte {
 	return out
 }
 
-// refForm is a pattern as the reference sees it: its text and its marker.
-type refForm struct{ text, marker []byte }
+// refForm is a pattern as the reference sees it: its text and its marker,
+// and whether the end rule spares it (a form of a secret of several
+// lines, or of a JWT).
+type refForm struct {
+	text, marker []byte
+	noEnd        bool
+}
+
+func severalLines(v []byte) bool { return bytes.ContainsRune(bytes.TrimRight(v, "\r\n"), '\n') }
 
 // referenceForms lists the forms of secrets in New's order: names sorted,
-// each name's Forms in turn; a form two names share keeps the first name.
+// each name's Forms in turn, then those of its signature if it is a JWT;
+// a form two names share keeps the first name.
 func referenceForms(secrets map[string][]byte) []refForm {
 	var forms []refForm
 	seen := map[string]bool{}
-	for _, name := range slices.Sorted(maps.Keys(secrets)) {
-		for _, f := range Forms(secrets[name]) {
+	add := func(name string, v []byte, noEnd bool) {
+		for _, f := range Forms(v) {
 			if !seen[f] {
 				seen[f] = true
-				forms = append(forms, refForm{[]byte(f), []byte("[REDACTED:" + name + "]")})
+				forms = append(forms, refForm{[]byte(f), []byte("[REDACTED:" + name + "]"), noEnd})
 			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		v := secrets[name]
+		sig := jwtSignature(v)
+		add(name, v, severalLines(v) || sig != nil)
+		if sig != nil {
+			add(name, sig, false)
 		}
 	}
 	return forms
@@ -191,7 +207,8 @@ func referenceForms(secrets map[string][]byte) []refForm {
 // forms, with the end rule: bytes at the end of in that are a proper
 // prefix of a form, at least tailMinLen of them and at least half of it,
 // are replaced with the marker of the shortest such form (the first listed
-// of two as long), unless a form ends there too.
+// of two as long), unless a form ends there too or that form is one the
+// end rule spares.
 func referenceRedact(in []byte, forms []refForm) []byte {
 	byFirst := map[byte][]*refForm{} // in list order: it breaks ties
 	for j := range forms {
@@ -212,7 +229,7 @@ func referenceRedact(in []byte, forms []refForm) []byte {
 			}
 		}
 		switch {
-		case tail != nil && (best == nil || len(best.text) < len(rest)):
+		case tail != nil && !tail.noEnd && (best == nil || len(best.text) < len(rest)):
 			return append(out, tail.marker...)
 		case best != nil:
 			out = append(out, best.marker...)

@@ -2,13 +2,17 @@ package redact
 
 // Stream is the streaming form of a Redactor: it passes redacted bytes to
 // an emit function and produces exactly what Redact would on the whole
-// input. It holds back only the bytes that could still begin a secret, at
-// most MaxHoldback of them. A Stream is used by one goroutine.
+// input. It holds back at most MaxHoldback bytes: from the first position
+// whose first bytes (up to 3) begin a pattern, until as many bytes as the
+// longest pattern they begin have arrived, however the bytes after them go
+// on, so that what it holds tells nothing of a secret past its first 3
+// bytes. A Stream is used by one goroutine.
 type Stream struct {
 	r    *Redactor
 	emit func([]byte)
-	// carry is the undecided end of the input: empty, or a proper prefix
-	// of a pattern and what follows it, shorter than the longest pattern.
+	// carry is the undecided end of the input: empty, or bytes whose first
+	// ones begin a pattern and what follows them, shorter than the longest
+	// pattern.
 	carry []byte
 }
 
@@ -66,13 +70,14 @@ func (w *Stream) Close() {
 }
 
 // Cut ends a stream that stopped early (a cancel, a timeout, a drain cap).
-// The held-back bytes begin a pattern whose rest may be what was cut off,
-// so they are never emitted: they are replaced, all of them, with the
-// marker of the shortest pattern they begin.
+// The held-back bytes may begin a pattern whose rest was cut off, so they
+// are never emitted: they are replaced, all of them, with the marker of
+// the shortest pattern their first bytes begin, whether or not the rest of
+// them goes on with it (which would tell that it does).
 func (w *Stream) Cut() {
 	if len(w.carry) == 0 {
 		return
 	}
-	w.emit(w.r.prefixOf(w.carry).replacement)
+	w.emit(w.r.heldBy(w.carry).shortest.replacement)
 	w.carry = w.carry[:0]
 }

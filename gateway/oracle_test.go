@@ -1,0 +1,249 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/secrets"
+)
+
+// The redactor must not be an oracle: an agent that can have its own
+// bytes echoed back (an API that echoes a request body, as many do) must
+// not learn, from how the echo comes back, whether the bytes it sent
+// begin a secret. Otherwise it extends a guess one character at a time
+// and reads the whole credential in a few hundred calls.
+
+const (
+	oracleUser     = "svc-monitoring-readonly" // public: in the config
+	oraclePassword = "tok-3f9a8b7c6d5e4f"
+	oracleAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789-"
+)
+
+// newEchoGateway starts a loopback API whose POST answers with the
+// request body followed by pad bytes of "z", and a gateway with two
+// endpoints on it: basic (Basic auth, user oracleUser) and bearer (a
+// token), both with the password oraclePassword. server is added to the
+// [server] section.
+func newEchoGateway(t *testing.T, server string, pad int) *Gateway {
+	t.Helper()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+		w.Write([]byte(strings.Repeat("z", pad)))
+	}))
+	t.Cleanup(api.Close)
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+[server]
+state_dir = %q
+%s
+[http.basic]
+base_url = %q
+methods = ["POST"]
+auth = "basic"
+user = %q
+password_secret = "api-password"
+allow_private = true
+[http.bearer]
+base_url = %q
+methods = ["POST"]
+auth = "bearer"
+token_secret = "api-password"
+allow_private = true
+drain_cap = 1
+`, t.TempDir(), server, api.URL, oracleUser, api.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"api-password": []byte(oraclePassword)}})
+	if _, err := gw.Config(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	return gw
+}
+
+// echo sends body to endpoint and returns the response body as the agent
+// sees it.
+func echo(t *testing.T, gw *Gateway, endpoint, body string) (string, *HTTPRequestOutput) {
+	t.Helper()
+	r := gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: endpoint, Method: "POST", Path: "/echo", Body: body}, nil)
+	out, ok := r.Structured.(*HTTPRequestOutput)
+	if !ok {
+		t.Fatalf("http_request: %s", r.Text)
+	}
+	return out.Body.Head + out.Body.Tail, out
+}
+
+// TestBasicUserNameIsNoOracle: the "user:password" that Basic auth sends
+// is redacted as a whole, and its start is the user name, which the
+// agent knows. The end rule (the start of a secret at the end of the
+// output is replaced when it is half the secret) must not count the user
+// name: else "user:" and one guessed character, echoed back, is replaced
+// exactly when the guess is right.
+func TestBasicUserNameIsNoOracle(t *testing.T) {
+	gw := newEchoGateway(t, "", 0)
+	for _, c := range oracleAlphabet {
+		guess := oracleUser + ":" + string(c)
+		if got, _ := echo(t, gw, "basic", guess); got != guess {
+			t.Errorf("the echo of %q came back as %q: the redactor told a right guess of the password's first character", guess, got)
+		}
+	}
+}
+
+// TestCutIsNoOracle: a body cut at the endpoint's limit (or an action
+// cancelled, or timed out) ends with bytes that may begin a secret, which
+// are replaced rather than shown. Which bytes are replaced must not tell
+// how far they match the secret: the agent puts its guess right before
+// the cut (the limit is known: retain_head_bytes + retain_tail_bytes +
+// drain_cap), and a right guess and a wrong one must come back the same.
+func TestCutIsNoOracle(t *testing.T) {
+	const limit = 2049 // retain_head_bytes + retain_tail_bytes + drain_cap
+	gw := newEchoGateway(t, "retain_head_bytes = 1024\nretain_tail_bytes = 1024\n", 100)
+	cut := func(guess string) (string, int64) {
+		got, out := echo(t, gw, "bearer", strings.Repeat(".", limit-len(guess))+guess)
+		if out.Status != StatusBodyLimit {
+			t.Fatalf("status %s; want %s", out.Status, StatusBodyLimit)
+		}
+		return got, out.Body.Bytes
+	}
+	// The first 3 characters are what the hold may depend on; past them,
+	// one guess at a time must tell nothing.
+	for k := 3; k < len(oraclePassword)-1; k++ {
+		right, rightBytes := cut(oraclePassword[:k+1])
+		wrong, wrongBytes := cut(oraclePassword[:k] + "!")
+		if right != wrong || rightBytes != wrongBytes {
+			t.Fatalf("%d known characters and a guess: the body came back as ...%q (%d bytes) for the right guess, ...%q (%d bytes) for a wrong one",
+				k, right[len(right)-40:], rightBytes, wrong[len(wrong)-40:], wrongBytes)
+		}
+	}
+}
+
+// TestPEMKeyLineIsNoOracle: a private key is redacted line by line too,
+// and a line may begin with bytes every such key has. A P-256 key in
+// PKCS #8 (what openssl and Go write for an mTLS client key) has 48 of
+// the 64 characters of its first line in common with every other: the
+// end rule, taking them for half the line, would replace them and one
+// guessed character exactly when the guess is right, and give 12 bytes
+// of the private key away to an agent that has its guesses echoed.
+func TestPEMKeyLineIsNoOracle(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.Client(t, "agent")
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+	}), tlstest.ServerOptions{ClientAuth: tls.RequireAndVerifyClientCert})
+	dir := t.TempDir()
+	caFile, certFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
+	for path, data := range map[string][]byte{caFile: ca.PEM(), certFile: certPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+[server]
+state_dir = %q
+[http.mtls]
+base_url = %q
+methods = ["POST"]
+allow_private = true
+ca_file = %q
+client_cert = %q
+client_key_secret = "client-key"
+`, t.TempDir(), srv.URL, caFile, certFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"client-key": keyPEM}})
+	t.Cleanup(func() { gw.Close() })
+
+	line := strings.Split(string(keyPEM), "\n")[1]
+	const common = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" // PKCS #8, P-256
+	if !strings.HasPrefix(line, common) {
+		t.Fatalf("the key's first line %q does not begin as a PKCS #8 P-256 key does", line)
+	}
+	const base64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for _, c := range base64 {
+		guess := "key: " + common + string(c)
+		if got, _ := echo(t, gw, "mtls", guess); got != guess {
+			t.Errorf("the echo of %q came back as %q: the redactor told the first private character of the key's line", guess, got)
+		}
+	}
+	if got, _ := echo(t, gw, "mtls", "key: "+line); got != "key: [REDACTED:client-key]" {
+		t.Errorf("the echo of the key's whole line came back as %q; want it redacted", got)
+	}
+}
+
+// TestKeyBase64IsNoOracle: a key is also redacted as its base64, and as
+// the lines of that base64 wrapped at 64 and 76 columns. The first of
+// those lines encodes only the armour and bytes every key of its kind
+// has (a PKCS #8 P-256 key's 48 common characters), so an agent knows
+// it, a whole pattern, without the key. Whether the bytes after it go on
+// with the base64 of the key must not tell in a body cut at the
+// endpoint's limit: else one guessed character at a time gives the key.
+func TestKeyBase64IsNoOracle(t *testing.T) {
+	const limit = 2049 // retain_head_bytes + retain_tail_bytes + drain_cap
+	ca := tlstest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.Client(t, "agent")
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+		w.Write([]byte(strings.Repeat("z", 100)))
+	}), tlstest.ServerOptions{ClientAuth: tls.RequireAndVerifyClientCert})
+	dir := t.TempDir()
+	caFile, certFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
+	for path, data := range map[string][]byte{caFile: ca.PEM(), certFile: certPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+[server]
+state_dir = %q
+retain_head_bytes = 1024
+retain_tail_bytes = 1024
+[http.mtls]
+base_url = %q
+methods = ["POST"]
+allow_private = true
+ca_file = %q
+client_cert = %q
+client_key_secret = "client-key"
+drain_cap = 1
+`, t.TempDir(), srv.URL, caFile, certFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"client-key": keyPEM}})
+	t.Cleanup(func() { gw.Close() })
+
+	const public = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" // PKCS #8, P-256
+	if !strings.HasPrefix(string(keyPEM), public) {
+		t.Fatalf("the key %q does not begin as a PKCS #8 P-256 key does", keyPEM[:len(public)])
+	}
+	// The base64 characters the public bytes alone decide; the next one
+	// holds the first private bits.
+	known := base64.StdEncoding.EncodeToString(keyPEM)[:8*len(public)/6]
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	var first string
+	for i, c := range alphabet {
+		got, out := echo(t, gw, "mtls", strings.Repeat(".", limit-len(known)-1)+known+string(c))
+		if out.Status != StatusBodyLimit {
+			t.Fatalf("status %s; want %s", out.Status, StatusBodyLimit)
+		}
+		if i == 0 {
+			first = got
+		} else if got != first {
+			t.Fatalf("the cut echo of the key's known base64 and %q came back as ...%q, and with %q as ...%q: the redactor told one of them goes on with the key",
+				c, got[len(got)-60:], alphabet[0], first[len(first)-60:])
+		}
+	}
+}
