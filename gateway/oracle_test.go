@@ -129,18 +129,18 @@ func TestCutIsNoOracle(t *testing.T) {
 	}
 }
 
-// TestPEMKeyLineIsNoOracle: a private key is redacted line by line too,
-// and a line may begin with bytes every such key has. A P-256 key in
-// PKCS #8 (what openssl and Go write for an mTLS client key) has 48 of
-// the 64 characters of its first line in common with every other: the
-// end rule, taking them for half the line, would replace them and one
-// guessed character exactly when the guess is right, and give 12 bytes
-// of the private key away to an agent that has its guesses echoed.
-func TestPEMKeyLineIsNoOracle(t *testing.T) {
+// mtlsEcho serves, over TLS with a client certificate required, an API
+// that echoes a request's body and then trailer; it returns a gateway
+// whose endpoint "mtls" reaches it with the client key from its keyring
+// (server and endpoint are more lines of [server] and [http.mtls]), and
+// that key.
+func mtlsEcho(t *testing.T, trailer, server, endpoint string) (*Gateway, []byte) {
+	t.Helper()
 	ca := tlstest.NewCA(t, "test CA")
 	certPEM, keyPEM := ca.Client(t, "agent")
 	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(w, r.Body)
+		io.WriteString(w, trailer)
 	}), tlstest.ServerOptions{ClientAuth: tls.RequireAndVerifyClientCert})
 	dir := t.TempDir()
 	caFile, certFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
@@ -152,6 +152,7 @@ func TestPEMKeyLineIsNoOracle(t *testing.T) {
 	cfg, err := config.Parse(fmt.Appendf(nil, `
 [server]
 state_dir = %q
+%s
 [http.mtls]
 base_url = %q
 methods = ["POST"]
@@ -159,12 +160,25 @@ allow_private = true
 ca_file = %q
 client_cert = %q
 client_key_secret = "client-key"
-`, t.TempDir(), srv.URL, caFile, certFile))
+%s
+`, t.TempDir(), server, srv.URL, caFile, certFile, endpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"client-key": keyPEM}})
 	t.Cleanup(func() { gw.Close() })
+	return gw, keyPEM
+}
+
+// TestPEMKeyLineIsNoOracle: a private key is redacted line by line too,
+// and a line may begin with bytes every such key has. A P-256 key in
+// PKCS #8 (what openssl and Go write for an mTLS client key) has 48 of
+// the 64 characters of its first line in common with every other: the
+// end rule, taking them for half the line, would replace them and one
+// guessed character exactly when the guess is right, and give 12 bytes
+// of the private key away to an agent that has its guesses echoed.
+func TestPEMKeyLineIsNoOracle(t *testing.T) {
+	gw, keyPEM := mtlsEcho(t, "", "", "")
 
 	line := strings.Split(string(keyPEM), "\n")[1]
 	const common = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" // PKCS #8, P-256
@@ -192,38 +206,7 @@ client_key_secret = "client-key"
 // endpoint's limit: else one guessed character at a time gives the key.
 func TestKeyBase64IsNoOracle(t *testing.T) {
 	const limit = 2049 // retain_head_bytes + retain_tail_bytes + drain_cap
-	ca := tlstest.NewCA(t, "test CA")
-	certPEM, keyPEM := ca.Client(t, "agent")
-	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(w, r.Body)
-		w.Write([]byte(strings.Repeat("z", 100)))
-	}), tlstest.ServerOptions{ClientAuth: tls.RequireAndVerifyClientCert})
-	dir := t.TempDir()
-	caFile, certFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
-	for path, data := range map[string][]byte{caFile: ca.PEM(), certFile: certPEM} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := config.Parse(fmt.Appendf(nil, `
-[server]
-state_dir = %q
-retain_head_bytes = 1024
-retain_tail_bytes = 1024
-[http.mtls]
-base_url = %q
-methods = ["POST"]
-allow_private = true
-ca_file = %q
-client_cert = %q
-client_key_secret = "client-key"
-drain_cap = 1
-`, t.TempDir(), srv.URL, caFile, certFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"client-key": keyPEM}})
-	t.Cleanup(func() { gw.Close() })
+	gw, keyPEM := mtlsEcho(t, strings.Repeat("z", 100), "retain_head_bytes = 1024\nretain_tail_bytes = 1024\n", "drain_cap = 1\n")
 
 	const public = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" // PKCS #8, P-256
 	if !strings.HasPrefix(string(keyPEM), public) {
