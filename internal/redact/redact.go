@@ -58,10 +58,15 @@ type Redactor struct {
 	// heads maps the first 1 to 3 bytes of every pattern (see headKey) to
 	// what the patterns that start with them hold back: what a stream's
 	// last bytes could begin.
-	heads map[uint32]*head
+	heads headTable
 	// leads has one bit per pattern's first 2 bytes: a clear bit rules
 	// out a head with one load (see heldBy).
 	leads [1 << 16 / 64]uint64
+	// pairs has, for each pair of bytes (little-endian), the longest
+	// pattern, up to maxPairLongest, of the heads of 3 bytes that have the
+	// pair as their first 2 bytes or their last 2 (0: none): held tests
+	// the positions near a write's end by the pairs at every other one.
+	pairs [1 << 16]uint8
 }
 
 type pattern struct {
@@ -100,6 +105,9 @@ const (
 	// forms of one multi-line secret), and the bound keeps a long pattern
 	// (a private key, its hex) from costing a node per 4 bytes.
 	trieDepth = 32
+	// maxPairLongest is the most Redactor.pairs tells of a longest
+	// pattern: it stands for that or more.
+	maxPairLongest = 255
 )
 
 func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
@@ -113,6 +121,52 @@ type head struct {
 	// longest is the length of the longest: bytes that begin with the
 	// head are held until that many have arrived.
 	longest int
+}
+
+// headTable holds heads by headKey, by open addressing in a table at
+// most half full: a lookup is a multiply and mostly one probe, where a
+// map hashes its key first. held asks it at many positions near the end
+// of every write.
+type headTable struct {
+	// slots has a power of two entries; a key of 0 is an empty slot (a
+	// headKey is never 0: its top byte counts the bytes).
+	slots []headSlot
+	shift uint
+}
+
+type headSlot struct {
+	key uint32
+	h   *head
+}
+
+func newHeadTable(heads map[uint32]*head) headTable {
+	log := uint(1)
+	for 1<<log < 2*len(heads) {
+		log++
+	}
+	t := headTable{slots: make([]headSlot, 1<<log), shift: 32 - log}
+	for k, h := range heads {
+		i := t.slot(k)
+		for t.slots[i].key != 0 {
+			i = (i + 1) & uint32(len(t.slots)-1)
+		}
+		t.slots[i] = headSlot{k, h}
+	}
+	return t
+}
+
+func (t *headTable) slot(key uint32) uint32 { return key * 0x9E3779B1 >> t.shift }
+
+// get returns the head of key, or nil.
+func (t *headTable) get(key uint32) *head {
+	for i := t.slot(key); ; i = (i + 1) & uint32(len(t.slots)-1) {
+		switch t.slots[i].key {
+		case key:
+			return t.slots[i].h
+		case 0:
+			return nil
+		}
+	}
 }
 
 // headKey is the key of heads for b, 1 to 3 bytes: the bytes, and their
@@ -174,7 +228,8 @@ func New(secrets []Secret) (*Redactor, error) {
 		}
 	}
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
-	r := &Redactor{trie: make(map[uint32]*trieNode), heads: make(map[uint32]*head)}
+	r := &Redactor{trie: make(map[uint32]*trieNode)}
+	heads := make(map[uint32]*head)
 	var patterns []*pattern
 	seen := make(map[string]bool)
 	minLen := math.MaxInt
@@ -191,13 +246,14 @@ func New(secrets []Secret) (*Redactor, error) {
 			seen[form] = true
 			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns), noEnd: noEnd}
 			patterns = append(patterns, p)
-			r.insert(p)
+			r.insert(p, heads)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
 			r.filter[h/64] |= 1 << (h % 64)
 			r.maxLen = max(r.maxLen, len(form))
 			minLen = min(minLen, len(form))
 		}
 	}
+	r.setHeads(heads)
 	// Longer patterns allow longer grams and longer strides; see scan.
 	gram := 4
 	r.gramMask, r.stride = 0xFFFFFFFF, min(minLen-gram+1, maxStride)
@@ -239,15 +295,15 @@ type trieNode struct {
 	shortest *pattern
 }
 
-func (r *Redactor) insert(p *pattern) {
+func (r *Redactor) insert(p *pattern, heads map[uint32]*head) {
 	v := uint16(p.value[0])<<8 | uint16(p.value[1])
 	r.leads[v/64] |= 1 << (v % 64)
 	for n := 1; n < 4; n++ {
 		k := headKey(p.value[:n])
-		h := r.heads[k]
+		h := heads[k]
 		if h == nil {
 			h = &head{}
-			r.heads[k] = h
+			heads[k] = h
 		}
 		if p.shorter(h.shortest) {
 			h.shortest = p
@@ -280,6 +336,20 @@ func (r *Redactor) insert(p *pattern) {
 	}
 	n.ends = append(n.ends, p)
 	slices.SortStableFunc(n.ends, func(a, b *pattern) int { return len(b.value) - len(a.value) })
+}
+
+// setHeads puts heads in r.heads, and the pairs of those of 3 bytes in
+// r.pairs.
+func (r *Redactor) setHeads(heads map[uint32]*head) {
+	r.heads = newHeadTable(heads)
+	for k, h := range heads {
+		if k>>24 != 3 {
+			continue
+		}
+		for _, v := range []uint32{k & 0xFFFF, k >> 8 & 0xFFFF} {
+			r.pairs[v] = max(r.pairs[v], uint8(min(h.longest, maxPairLongest)))
+		}
+	}
 }
 
 // MaxHoldback is how many bytes a streaming redaction may hold back while it
@@ -341,77 +411,142 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 	// check, the masked index needs none.
 	gm := uint64(len(g) - 1)
 	_ = g[gm]
-	// Before the end, at alone decides the positions fewer than maxLen
-	// bytes from the end of buf (it holds them by their first bytes, see
-	// at): the blocks stop short of them.
+	// Before the end, the blocks and the positions after them stop at the
+	// first position held back by its first bytes (see at), and go on
+	// after it if a match takes it in. The rest of the positions before
+	// it are decided like those of a whole input.
 	limit := len(buf)
 	if !end {
-		limit -= r.maxLen - 1
+		limit = r.held(buf, 0)
 	}
-blocks:
-	for i+k+3 <= len(buf) && i+k <= limit {
-		// Two blocks per test while they fit: fewer branches.
-		n := k
-		if i+2*k+3 <= len(buf) && i+2*k <= limit {
-			wa, ma := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
-			wb, mb := gramBloom(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
-			if g[wa&gm]&ma != ma && g[wb&gm]&mb != mb {
-				i += 2 * k
-				continue
-			}
-			n = 2 * k
-		} else if w, m := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask); g[w&gm]&m != m {
-			i += k
-			continue
-		}
-		// Only the starts the gram map names can begin a pattern; take them
-		// in order: blocks in turn, and in a block the highest offset first.
-		for w := i + k - 1; w < i+n; w += k {
-			offs := r.gramOffsets[binary.LittleEndian.Uint32(buf[w:])&mask]
-			for offs != 0 {
-				d := 31 - bits.LeadingZeros32(offs)
-				offs &^= 1 << d
-				s := w - d
-				p, m := r.at(buf, s, end)
-				if m == 0 {
+	for {
+	blocks:
+		for i+k+3 <= len(buf) && i+k <= limit {
+			// Two blocks per test while they fit: fewer branches.
+			n := k
+			if i+2*k+3 <= len(buf) && i+2*k <= limit {
+				wa, ma := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask)
+				wb, mb := gramBloom(binary.LittleEndian.Uint32(buf[i+2*k-1:]) & mask)
+				if g[wa&gm]&ma != ma && g[wb&gm]&mb != mb {
+					i += 2 * k
 					continue
 				}
-				emit(buf[last:s])
-				if m == undecided {
-					return s, matched
+				n = 2 * k
+			} else if w, m := gramBloom(binary.LittleEndian.Uint32(buf[i+k-1:]) & mask); g[w&gm]&m != m {
+				i += k
+				continue
+			}
+			// Only the starts the gram map names can begin a pattern; take
+			// them in order: blocks in turn, and in a block the highest
+			// offset first.
+			for w := i + k - 1; w < i+n; w += k {
+				offs := r.gramOffsets[binary.LittleEndian.Uint32(buf[w:])&mask]
+				for offs != 0 {
+					d := 31 - bits.LeadingZeros32(offs)
+					offs &^= 1 << d
+					s := w - d
+					p, m := r.at(buf, s, end)
+					if m == 0 {
+						continue
+					}
+					emit(buf[last:s])
+					emit(p.replacement)
+					matched = true
+					i, last = s+m, s+m
+					if i > limit {
+						limit = r.held(buf, i)
+					}
+					continue blocks
 				}
-				emit(p.replacement)
-				matched = true
-				i, last = s+m, s+m
-				continue blocks
+			}
+			i += n
+		}
+		for i < limit {
+			// Most positions the blocks left begin no pattern's first 2
+			// bytes.
+			if i+1 < len(buf) && !r.leads2(buf[i], buf[i+1]) {
+				i++
+				continue
+			}
+			p, m := r.at(buf, i, end)
+			if m == 0 {
+				i++
+				continue
+			}
+			emit(buf[last:i])
+			emit(p.replacement)
+			matched = true
+			i += m
+			last = i
+		}
+		if i == limit {
+			break
+		}
+		// A match took the limit in.
+		limit = r.held(buf, i)
+	}
+	if last < i {
+		emit(buf[last:i])
+	}
+	return i, matched
+}
+
+// held returns the first position of buf from on that a stream holds
+// back (at returns undecided for it), or len(buf) when there is none.
+// The positions of 3 bytes or more are tested by the pairs at every other
+// position, four with one load, since each position's head has its first
+// 2 bytes or its last 2 at one of them: a pair whose heads' longest
+// pattern (see Redactor.pairs) is no longer than the bytes from a
+// position to the end holds none. The pairs are taken in order, and at
+// each the position before first, so the first position held is the
+// first found.
+func (r *Redactor) held(buf []byte, from int) int {
+	holds := func(s int) bool {
+		h := r.heldBy(buf[s:])
+		return h != nil && len(buf)-s < h.longest
+	}
+	// passes reports whether longest, from pairs, is more than n bytes.
+	passes := func(longest uint8, n int) bool { return int(longest) > min(n, maxPairLongest-1) }
+	// No position as far as maxLen from the end is held.
+	from = max(from, len(buf)-r.maxLen+1)
+	last := len(buf) - 3
+	// heldAt returns the position the pair at j holds, or -1.
+	heldAt := func(j int) int {
+		longest := r.pairs[binary.LittleEndian.Uint16(buf[j:])]
+		if j > from && passes(longest, len(buf)-j+1) && holds(j-1) {
+			return j - 1
+		}
+		if j <= last && passes(longest, len(buf)-j) && holds(j) {
+			return j
+		}
+		return -1
+	}
+	j := from
+	for ; j+8 <= len(buf) && j+6 <= last+1; j += 8 {
+		x := binary.LittleEndian.Uint64(buf[j:])
+		// The or is at least the largest; j+6 is the position closest to
+		// the end.
+		if !passes(r.pairs[uint16(x)]|r.pairs[uint16(x>>16)]|r.pairs[uint16(x>>32)]|r.pairs[x>>48], len(buf)-j-6) {
+			continue
+		}
+		for q := j; q < j+8; q += 2 {
+			if s := heldAt(q); s >= 0 {
+				return s
 			}
 		}
-		i += n
 	}
-	for i < len(buf) {
-		// Most positions the blocks left begin no pattern's first 2 bytes.
-		if i+1 < len(buf) && !r.leads2(buf[i], buf[i+1]) {
-			i++
-			continue
+	for ; j <= last+1; j += 2 {
+		if s := heldAt(j); s >= 0 {
+			return s
 		}
-		p, m := r.at(buf, i, end)
-		if m == 0 {
-			i++
-			continue
-		}
-		emit(buf[last:i])
-		if m == undecided {
-			return i, matched
-		}
-		emit(p.replacement)
-		matched = true
-		i += m
-		last = i
 	}
-	if last < len(buf) {
-		emit(buf[last:])
+	// The last 2 positions, whose heads are shorter.
+	for s := max(from, last+1); s < len(buf); s++ {
+		if holds(s) {
+			return s
+		}
 	}
-	return len(buf), matched
+	return len(buf)
 }
 
 // at decides position s of buf. It returns the pattern whose marker
@@ -467,7 +602,7 @@ func (r *Redactor) decide(b []byte) (p *pattern, n int) {
 // pattern begins with them: what holds b back while a stream runs, and
 // whose marker replaces it when the stream is cut.
 func (r *Redactor) heldBy(b []byte) *head {
-	return r.heads[headKey(b[:min(len(b), 3)])]
+	return r.heads.get(headKey(b[:min(len(b), 3)]))
 }
 
 // leads2 reports whether some pattern begins with the bytes b0, b1: scan

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -330,6 +331,53 @@ func TestJWTHasEndRuleOnlyOnItsSignature(t *testing.T) {
 		}
 		if got := redactChunked(r, []byte(tt.in), []int{3}); string(got) != tt.want {
 			t.Errorf("%s: streamed %q = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestHeldIsFirstUndecided checks held, which tests the end of a write
+// by pairs of bytes, against at at every position: it returns the first
+// position from its start on that at leaves undecided. The input is log
+// text with the starts of forms (heads of every length, pairs of two
+// heads) at random places and ends, of a key whose whole forms are
+// longer than what the pairs table tells (maxPairLongest) and of tokens.
+func TestHeldIsFirstUndecided(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 11))
+	secrets := map[string][]byte{"key": pemKey(rng, "OPENSSH PRIVATE KEY", 1218, 70), "gh": []byte(token), "pin": []byte("2024-pin")}
+	r, err := newRedactor(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forms := referenceForms(secrets)
+	for range 3000 {
+		var in []byte
+		for n := rng.IntN(r.maxLen + 200); len(in) < n; {
+			switch rng.IntN(4) {
+			case 0:
+				f := forms[rng.IntN(len(forms))].text
+				in = append(in, f[:1+rng.IntN(min(len(f), 4))]...)
+			case 1:
+				f := forms[rng.IntN(len(forms))].text
+				in = append(in, f[:rng.IntN(len(f)+1)]...)
+			default:
+				in = fmt.Appendf(in, "2026-01-02 id=%x n=%d ", rng.Uint32(), rng.IntN(1e6))
+			}
+		}
+		in = in[:rng.IntN(len(in)+1)]
+		first := func(from int) int {
+			for s := from; s < len(in); s++ {
+				if _, n := r.at(in, s, false); n == undecided {
+					return s
+				}
+			}
+			return len(in)
+		}
+		// From anywhere, and from just before a position held, which the
+		// pair after it finds.
+		for _, from := range []int{rng.IntN(len(in) + 1), max(0, first(0)-rng.IntN(4))} {
+			if got, want := r.held(in, from), first(from); got != want {
+				t.Fatalf("held(%q, %d) = %d; want %d", in, from, got, want)
+			}
 		}
 	}
 }
