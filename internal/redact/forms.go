@@ -146,13 +146,15 @@ func base64Forms(v []byte) []string {
 	return forms
 }
 
-// urlForms lists v escaped as a query value, as a path segment, and with
+// urlForms lists v escaped as a query value, as a path segment, with
 // every byte but the unreserved ones escaped (Python's quote(v, safe="")),
-// each with upper- and lower-case hex.
+// and with those and "/" kept (quote(v), whose default keeps "/": how many
+// servers escape a base64 token), each with upper- and lower-case hex.
 func urlForms(v []byte) []string {
 	q := url.QueryEscape(string(v))
-	forms := []string{q, url.PathEscape(string(v)), strings.ReplaceAll(q, "+", "%20")}
-	for _, f := range forms[:3] {
+	all := strings.ReplaceAll(q, "+", "%20")
+	forms := []string{q, url.PathEscape(string(v)), all, strings.ReplaceAll(all, "%2F", "/")}
+	for _, f := range forms[:4] {
 		forms = append(forms, lowerPercentHex(f))
 	}
 	return forms

@@ -45,6 +45,8 @@ func TestFormsCoverEncoders(t *testing.T) {
 		{"url.QueryEscape", url.QueryEscape(hostile)},
 		{"url.PathEscape", url.PathEscape(hostile)},
 		{"Python quote(safe='')", "pa%22ss%5Cwo%2Frd%3C%26%3E%01%09%C3%BC%F0%9F%98%80%20%2B"},
+		{"Python quote", "pa%22ss%5Cwo/rd%3C%26%3E%01%09%C3%BC%F0%9F%98%80%20%2B"},
+		{"Python quote, lower-case hex", "pa%22ss%5cwo/rd%3c%26%3e%01%09%c3%bc%f0%9f%98%80%20%2b"},
 		{"query escape, lower-case hex", "pa%22ss%5cwo%2frd%3c%26%3e%01%09%c3%bc%f0%9f%98%80+%2b"},
 		{"path escape, lower-case hex", strings.ToLower(url.PathEscape(hostile)[:2]) + strings.ToLower(url.PathEscape(hostile)[2:])},
 		{"hex", hex.EncodeToString([]byte(hostile))},
