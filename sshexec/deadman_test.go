@@ -294,6 +294,34 @@ func TestStopEscapees(t *testing.T) {
 	}
 }
 
+// TestKillScriptRemovesFIFO: the stop removes the FIFO a wrapper stopped
+// early left in $TMPDIR, and nothing else there.
+func TestKillScriptRemovesFIFO(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir, id := t.TempDir(), newRunID()
+	fifo, other := filepath.Join(dir, "actiongw-"+id+".in"), filepath.Join(dir, "actiongw-"+newRunID()+".in")
+	for _, p := range []string{fifo, other} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A process group that does not exist: only the removal has work.
+	cmd := exec.Command(sh, "-c", killScript("KILL", 999999999, id))
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("killScript: %v: %s", err, out)
+	}
+	if _, err := os.Lstat(fifo); !os.IsNotExist(err) {
+		t.Errorf("the run's FIFO after the stop: %v; want it removed", err)
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("another run's FIFO after the stop: %v; want it kept", err)
+	}
+}
+
 // TestAliveScriptCannotList runs the check where neither /proc's
 // environments nor ps can be read: it must say so (3), not "gone" (1).
 func TestAliveScriptCannotList(t *testing.T) {

@@ -237,10 +237,13 @@ func heartbeatDeadline(interval time.Duration) time.Duration {
 }
 
 // killScript sends sig to the command's process group and to every process
-// that carries its run id.
+// that carries its run id, and removes the run's stdin FIFO: a wrapper
+// stopped before its watcher opened the FIFO (which the watcher then
+// removes) leaves it in $TMPDIR, which is the login's here as it was when
+// the wrapper made it (the call's env comes later).
 func killScript(sig string, pgid int64, runID string) string {
 	return strings.ReplaceAll(markedFunc, "@ID@", runID) +
-		fmt.Sprintf("kill -%s -%d $(__agw_marked) 2>/dev/null; exit 0", sig, pgid)
+		fmt.Sprintf("kill -%s -%d $(__agw_marked) 2>/dev/null; rm -f \"${TMPDIR:-/tmp}/actiongw-%s.in\"; exit 0", sig, pgid, runID)
 }
 
 // aliveScript exits 0 while the command's process group, or any process
