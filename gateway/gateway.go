@@ -17,7 +17,6 @@ import (
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/auditexport"
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
@@ -181,21 +180,11 @@ type ToolResult struct {
 }
 
 // failure is a tool error result that names what went wrong; its text
-// passes the redactor like everything else, and is cut to fit
-// result_bytes: it may quote an argument of any size (an unknown target's
-// name, a header's).
+// passes the redactor like everything else. It may quote an argument of
+// any size (an unknown target's name, a header's): mcpserver cuts every
+// tool error to fit result_bytes.
 func (g *Gateway) failure(format string, args ...any) *ToolResult {
-	text := g.redactString(fmt.Sprintf(format, args...))
-	return &ToolResult{Text: output.FitText(text, g.resultBytes()), IsError: true}
-}
-
-// resultBytes is the content limit in effect: the core's, or the
-// default while no configuration could be used.
-func (g *Gateway) resultBytes() int {
-	if s := g.state(); s != nil && s.core != nil {
-		return s.core.server.ResultBytes
-	}
-	return config.Default().Server.ResultBytes
+	return &ToolResult{Text: g.redactString(fmt.Sprintf(format, args...)), IsError: true}
 }
 
 // cancelReason turns the cause that ended an action into words for the

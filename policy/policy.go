@@ -40,8 +40,7 @@ func CompileCommands(target string, allow, deny []string) (*Commands, error) {
 		// Compiled alone first: a pattern whose parentheses do not
 		// balance, such as "ls)|(.*", would close the anchoring group
 		// early and, anchored, allow any command.
-		_, err := regexp.Compile(p)
-		var re *regexp.Regexp
+		re, err := regexp.Compile(p)
 		if err == nil {
 			re, err = regexp.Compile(`^(?:` + p + `)$`)
 		}
