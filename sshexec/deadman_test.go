@@ -37,8 +37,12 @@ type proxy struct {
 	conns  []net.Conn
 	closed bool
 	wg     sync.WaitGroup
-	// up counts the bytes forwarded from the client to the server.
-	up atomic.Int64
+	// up counts the bytes forwarded from the client to the server;
+	// upReached closes once they are upLimit or more (see afterUp).
+	up        atomic.Int64
+	upLimit   atomic.Int64
+	upReached chan struct{}
+	upOnce    sync.Once
 }
 
 func startProxy(t *testing.T, to string) *proxy {
@@ -47,7 +51,7 @@ func startProxy(t *testing.T, to string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, to: to, cutCh: make(chan struct{})}
+	p := &proxy{ln: ln, to: to, cutCh: make(chan struct{}), upReached: make(chan struct{})}
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
 		p.kill()
@@ -57,6 +61,13 @@ func startProxy(t *testing.T, to string) *proxy {
 }
 
 func (p *proxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+// afterUp returns a channel that closes once n bytes or more have gone
+// from the client to the server. It is called once, before they flow.
+func (p *proxy) afterUp(n int64) <-chan struct{} {
+	p.upLimit.Store(n)
+	return p.upReached
+}
 
 func (p *proxy) accept() {
 	for {
@@ -110,7 +121,9 @@ func (p *proxy) pipe(dst, src net.Conn, count *atomic.Int64) {
 				return
 			}
 			if count != nil {
-				count.Add(int64(n))
+				if total, limit := count.Add(int64(n)), p.upLimit.Load(); limit > 0 && total >= limit {
+					p.upOnce.Do(func() { close(p.upReached) })
+				}
 			}
 		}
 		if err != nil {
@@ -215,13 +228,12 @@ func TestDeadManStdinAllOrNothing(t *testing.T) {
 	p := newPool(t)
 	tg, px := viaProxy(t, s)
 	dir := s.UserDir(t)
+	sent := px.afterUp(4 << 20)
 	pid, done := startRemote(t, p, tg, dir, Request{Command: `echo "$$" > pid; cat > got; echo ran > after`, Stdin: bytes.Repeat([]byte("x"), 64<<20)})
-	deadline := time.Now().Add(60 * time.Second)
-	for px.up.Load() < 4<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d bytes of stdin went through the proxy in 60 s", px.up.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-sent:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("only %d bytes of stdin went through the proxy in 60 s", px.up.Load())
 	}
 	px.kill()
 	<-done
