@@ -22,6 +22,7 @@ import (
 	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/sshtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/crypto/ssh"
 )
 
 // latencies collects per-call durations and reports p50 and p95.
@@ -346,10 +347,11 @@ func BenchmarkMCPSFTP(b *testing.B) {
 
 // startFleetB serves n targets f00..f(n-1), the same sshd under other
 // names (so other pooled connections), warmed: each has its connection.
-// With a round trip, they reach it through a delayProxy.
-func startFleetB(b *testing.B, n int, server string, rtt time.Duration) (*served, []string) {
+// With a round trip, they reach it through a delayProxy. addr is where
+// the targets reach the sshd.
+func startFleetB(b *testing.B, n int, server string, rtt time.Duration) (s *served, names []string, addr string) {
 	var tables strings.Builder
-	names := make([]string, n)
+	names = make([]string, n)
 	var proxy *delayProxy
 	if rtt > 0 {
 		proxy = startDelayProxy(b, rtt/2)
@@ -362,16 +364,18 @@ func startFleetB(b *testing.B, n int, server string, rtt time.Duration) (*served
 		}
 		fmt.Fprintf(&tables, "[ssh.%s]\nhost = \"127.0.0.1\"\nport = %d\nuser = \"@USER@\"\nkey_secret = \"box-key\"\nhost_key = \"@HOST_KEY@\"\n", names[i], proxy.port())
 	}
-	s := startServedWith(b, servedOptions{tables: tables.String(), server: server})
+	s = startServedWith(b, servedOptions{tables: tables.String(), server: server})
+	addr = s.sshd.Addr()
 	if proxy != nil {
-		proxy.backend <- fmt.Sprintf("127.0.0.1:%d", s.sshd.Port)
+		proxy.backend <- addr
+		addr = proxy.ln.Addr().String()
 	}
 	// Warm at sshd's default MaxStartups (10 handshakes at once).
 	r := s.call(b, "ssh_exec_many", map[string]any{"targets": []string{"f*"}, "command": "true", "max_parallel": 8})
 	if r.IsError {
 		b.Fatal(resultText(r))
 	}
-	return s, names
+	return s, names, addr
 }
 
 // delayProxy forwards loopback TCP connections to backend, holding every
@@ -473,6 +477,9 @@ func (p *delayProxy) pipe(dst, src net.Conn) {
 // targets are reached through a delayProxy, as from a workstation to a
 // nearby cloud region; each ssh_exec waits two round trips (the channel's
 // open, then the exec request's reply), which a fan-out waits once.
+// bare-sequential/concurrent is the same comparison for a bare SSH client
+// without the gateway: the most that running at once can give on this
+// machine.
 func BenchmarkMCPExecMany(b *testing.B) {
 	for _, rtt := range []time.Duration{0, 20 * time.Millisecond} {
 		name := "loopback"
@@ -485,8 +492,9 @@ func BenchmarkMCPExecMany(b *testing.B) {
 
 func benchExecMany(b *testing.B, rtt time.Duration) {
 	const n = 50
-	s, names := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50", rtt)
-	var many, concurrent, sequential latencies
+	s, names, addr := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50", rtt)
+	bare := dialBare(b, s.sshd, addr, n)
+	var many, concurrent, sequential, bareConcurrent, bareSequential latencies
 	var manyCPU, manyMachine time.Duration
 	for b.Loop() {
 		start, cpu, machine := time.Now(), childCPU(b, s.client.Pid()), machineCPU(b)
@@ -511,20 +519,76 @@ func benchExecMany(b *testing.B, rtt time.Duration) {
 			s.call(b, "ssh_exec", map[string]any{"target": name, "command": "true"})
 		}
 		sequential = append(sequential, time.Since(start))
+
+		start = time.Now()
+		for _, c := range bare {
+			wg.Go(func() { bareTrue(b, c) })
+		}
+		wg.Wait()
+		bareConcurrent = append(bareConcurrent, time.Since(start))
+
+		start = time.Now()
+		for _, c := range bare {
+			bareTrue(b, c)
+		}
+		bareSequential = append(bareSequential, time.Since(start))
 	}
 	many.report(b, "many-")
 	concurrent.report(b, "concurrent-")
 	sequential.report(b, "sequential-")
+	bareConcurrent.report(b, "bare-concurrent-")
+	bareSequential.report(b, "bare-sequential-")
 	slices.Sort(many)
 	slices.Sort(concurrent)
 	slices.Sort(sequential)
 	p50 := func(l latencies) float64 { return l[len(l)/2].Seconds() }
 	b.ReportMetric(p50(many)/p50(concurrent), "many/concurrent")
 	b.ReportMetric(p50(sequential)/p50(many), "sequential/many")
+	// The same with no gateway: a bare SSH client running `true` in a
+	// session on each of 50 warm connections, at once and one after
+	// another. Its ratio is what parallelism gives on this machine to any
+	// client, the ceiling of sequential/many.
+	b.ReportMetric(p50(bareSequential)/p50(bareConcurrent), "bare-sequential/concurrent")
 	b.ReportMetric(float64(manyCPU.Milliseconds())/float64(b.N), "many-serve-cpu-ms")
 	// All the machine's CPU for one fan-out (serve, sshd, the remote
 	// commands and their wrappers): on 2 cores, the floor of its time.
 	b.ReportMetric(float64(manyMachine.Milliseconds())/float64(b.N), "many-machine-cpu-ms")
+}
+
+// dialBare opens n connections to sshd at addr with the x/crypto/ssh
+// client, closed at the benchmark's cleanup.
+func dialBare(b *testing.B, sshd *sshtest.Server, addr string, n int) []*ssh.Client {
+	signer, err := ssh.ParsePrivateKey(sshd.ClientKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := &ssh.ClientConfig{
+		User:              sshd.User,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback:   ssh.FixedHostKey(sshd.HostKeys[0]),
+		HostKeyAlgorithms: []string{sshd.HostKeys[0].Type()},
+	}
+	clients := make([]*ssh.Client, n)
+	for i := range clients {
+		if clients[i], err = ssh.Dial("tcp", addr, cfg); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { clients[i].Close() })
+	}
+	return clients
+}
+
+// bareTrue runs `true` in a new session on c.
+func bareTrue(b *testing.B, c *ssh.Client) {
+	sess, err := c.NewSession()
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer sess.Close()
+	if err := sess.Run("true"); err != nil {
+		b.Error(err)
+	}
 }
 
 // machineCPU is the CPU time every core of the machine has been busy
@@ -553,7 +617,7 @@ func machineCPU(b *testing.B) time.Duration {
 func BenchmarkMCPExecManyMemory(b *testing.B) {
 	const n = 50
 	for b.Loop() {
-		s, _ := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50", 0)
+		s, _, _ := startFleetB(b, n, "max_concurrent_actions = 64\nmax_parallel = 50", 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		r, err := s.client.CallTool(ctx, "ssh_exec_many", map[string]any{"targets": []string{"f*"}, "command": "head -c 20000000 /dev/urandom", "timeout_s": 600, "wait_s": 600}, nil)
 		cancel()
