@@ -220,31 +220,42 @@ func TestDeadManSwitch(t *testing.T) {
 }
 
 // TestDeadManStdinAllOrNothing: a client lost while it sends a command's
-// stdin (here killed after 4 MiB of 64) must not hand the command the
-// part that arrived, as a script cut mid-line would run its cut last
-// line: the command gets no byte of it, and is stopped.
+// stdin (here after 4 MiB of 64), by a closed connection or a network
+// cut, must not hand the command the part that arrived, as a script cut
+// mid-line would run its cut last line: the command gets no byte of it,
+// and is stopped within the heartbeat deadline, not when TCP gives up.
 func TestDeadManStdinAllOrNothing(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
-	p := newPool(t)
-	tg, px := viaProxy(t, s)
-	dir := s.UserDir(t)
-	sent := px.afterUp(4 << 20)
-	pid, done := startRemote(t, p, tg, dir, Request{Command: `echo "$$" > pid; cat > got; echo ran > after`, Stdin: bytes.Repeat([]byte("x"), 64<<20)})
-	select {
-	case <-sent:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("only %d bytes of stdin went through the proxy in 60 s", px.up.Load())
-	}
-	px.kill()
-	<-done
-	if !sshtest.WaitGone(pid, 30*time.Second) {
-		t.Fatalf("command %d still runs after the client was lost", pid)
-	}
-	if got, err := os.ReadFile(filepath.Join(dir, "got")); err != nil || len(got) != 0 {
-		t.Errorf("the command's stdin: %d bytes, %v; want none of the part that arrived", len(got), err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "after")); err == nil {
-		t.Errorf("the command went on past its stdin; want it stopped")
+	for _, tc := range []struct {
+		name string
+		drop func(*proxy)
+	}{
+		{"connection closed", (*proxy).kill},
+		{"network cut", (*proxy).cut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(t)
+			tg, px := viaProxy(t, s)
+			dir := s.UserDir(t)
+			sent := px.afterUp(4 << 20)
+			pid, done := startRemote(t, p, tg, dir, Request{Command: `echo "$$" > pid; cat > got; echo ran > after`, Stdin: bytes.Repeat([]byte("x"), 64<<20)})
+			select {
+			case <-sent:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("only %d bytes of stdin went through the proxy in 60 s", px.up.Load())
+			}
+			tc.drop(px)
+			<-done
+			if !sshtest.WaitGone(pid, 30*time.Second) {
+				t.Fatalf("command %d still runs after the client was lost", pid)
+			}
+			if got, err := os.ReadFile(filepath.Join(dir, "got")); err != nil || len(got) != 0 {
+				t.Errorf("the command's stdin: %d bytes, %v; want none of the part that arrived", len(got), err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "after")); err == nil {
+				t.Errorf("the command went on past its stdin; want it stopped")
+			}
+		})
 	}
 }
 

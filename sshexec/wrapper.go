@@ -43,7 +43,8 @@ import (
 // larger than a pipe that the command never reads held the watcher in the
 // write, away from the session, and the command outlived a killed
 // actiongw. A stdin that cannot be staged whole (a full $TMPDIR) fires
-// the switch rather than feed the command part of it.
+// the switch rather than feed the command part of it, and so does one
+// that stops arriving for the heartbeat deadline (where `timeout` exists).
 // On a pseudo-terminal it is never armed: the command's stdin stays the
 // terminal, and the kernel hangs the session up when sshd closes it.
 
@@ -91,6 +92,7 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 	exec 3<&0
 	(
 		trap '' HUP INT TERM
+		__agw_t=; command -v timeout >/dev/null 2>&1 && __agw_t="timeout @P@"
 		if [ -n "$__agw_f" ]; then
 			exec 4>"$__agw_f" # returns once the command opened its end
 			rm -f "$__agw_f"
@@ -98,8 +100,17 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 				rm -f "$__agw_s"
 				# All of stdin or none: the part a lost client sent (a
 				# script cut mid-line) never reaches the command, which
-				# waits on the open FIFO until the switch stops it.
-				head -c @N@ <&3 >&6 && [ $(wc -c <&7) = @N@ ] || __agw_b=lost
+				# waits on the open FIFO until the switch stops it. Read
+				# in parts, each within the heartbeat deadline, so that a
+				# network cut (nothing arrives, nothing closes) fires it
+				# too.
+				__agw_n=@N@
+				while [ $__agw_n -gt 0 ]; do
+					__agw_c=262144; [ $__agw_n -lt $__agw_c ] && __agw_c=$__agw_n
+					$__agw_t head -c $__agw_c <&3 >&6 || break
+					__agw_n=$((__agw_n - __agw_c))
+				done
+				[ $__agw_n = 0 ] && [ $(wc -c <&7) = @N@ ] || __agw_b=lost
 				exec 6>&- 7<&-
 				if [ -z "$__agw_b" ]; then cat <&5 >&4 & exec 4>&-; fi
 				exec 5<&-
@@ -109,11 +120,7 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 			fi
 		fi
 		[ -z "$__agw_b" ] &&
-		if command -v timeout >/dev/null 2>&1; then
-			while __agw_b=$(timeout @P@ head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
-		else
-			while __agw_b=$(head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
-		fi
+		while __agw_b=$($__agw_t head -c 1 <&3) && [ -n "$__agw_b" ]; do :; done
 		kill -TERM -$$ $(__agw_marked) 2>/dev/null
 		sleep 1
 		kill -KILL $(__agw_marked) 2>/dev/null
