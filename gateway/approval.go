@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,17 +249,48 @@ func questionKey(parts ...string) string {
 // shown is s as the person is shown it, redacted: as it is when every
 // character of it prints plainly on one line, else quoted in ASCII with
 // every other character escaped, so that a line break, a terminal control,
-// an odd space or a right-to-left override cannot hide a part of the
-// action from the person. Redaction comes first: a quoted secret would
-// match no form the redactor knows.
+// an odd space, a character that draws nothing or a right-to-left
+// override cannot hide a part of the action from the person. A run of
+// more than maxSpaceRun spaces, which could push the rest of the action
+// past the edge of the person's view, is quoted too, its spaces written
+// \x20. Redaction comes first: a quoted secret would match no form the
+// redactor knows.
 func shown(red func(string) string, s string) string {
 	s = red(s)
+	if printsPlainly(s) {
+		return s
+	}
+	q := longSpaceRun.ReplaceAllStringFunc(strconv.QuoteToASCII(s), func(run string) string {
+		return strings.Repeat(`\x20`, len(run))
+	})
+	return q + " (quoted: it holds line breaks, runs of spaces or characters that do not print plainly)"
+}
+
+// maxSpaceRun is the longest run of spaces shown as it is.
+const maxSpaceRun = 3
+
+var longSpaceRun = regexp.MustCompile(fmt.Sprintf(` {%d,}`, maxSpaceRun+1))
+
+// printsPlainly reports whether every character of s leaves its own mark
+// on one line, and no run of spaces is long.
+func printsPlainly(s string) bool {
+	if longSpaceRun.MatchString(s) {
+		return false
+	}
 	for _, r := range s {
-		if !unicode.IsGraphic(r) || (unicode.IsSpace(r) && r != ' ') {
-			return strconv.QuoteToASCII(s) + " (quoted: it holds line breaks or characters that do not print plainly)"
+		if !unicode.IsGraphic(r) || (unicode.IsSpace(r) && r != ' ') || drawsNothing(r) {
+			return false
 		}
 	}
-	return s
+	return true
+}
+
+// drawsNothing reports whether r, though graphic, leaves no mark: the
+// default-ignorable code points that are not format characters (Hangul
+// fillers, variation selectors, the combining grapheme joiner), and the
+// blank Braille pattern. Two commands that differ by one read the same.
+func drawsNothing(r rune) bool {
+	return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || r == '\u2800'
 }
 
 // writeStdin shows the size, hash and start of a command's stdin.

@@ -25,6 +25,10 @@ func TestShown(t *testing.T) {
 		{"echo a\tb", true},
 		{"echo \u00a0b", true}, // a space that is not a space
 		{"echo\u202fb", true},  // found by FuzzShown: kept by strconv.QuoteToGraphic
+		{"ls\u3164-la", true},  // a Hangul filler draws nothing
+		{"cat a\ufe0f", true},  // nor does a variation selector
+		{"echo a   b", false},  // a short run of spaces
+		{"echo a    b", true},  // a longer one could push the rest out of view
 		{"", false},
 	}
 	for _, tt := range tests {
@@ -38,20 +42,25 @@ func TestShown(t *testing.T) {
 // FuzzShown: what a person is shown prints plainly on one line and says
 // exactly what the agent sent.
 func FuzzShown(f *testing.F) {
-	for _, s := range []string{"ls", "a\nb", "\u202e", "\x00", "\xff", `"quoted"`} {
+	for _, s := range []string{"ls", "a\nb", "\u202e", "\x00", "\xff", `"quoted"`, "a    b", "\u3164", "a\t    \"b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := shown(plain, s)
 		if got == s {
 			for _, r := range s {
-				if !unicode.IsGraphic(r) || (unicode.IsSpace(r) && r != ' ') {
+				if !unicode.IsGraphic(r) || (unicode.IsSpace(r) && r != ' ') || drawsNothing(r) {
 					t.Fatalf("shown(%q) left %U as it is", s, r)
 				}
 			}
-			return
 		}
 		q, _, ok := strings.Cut(got, " (quoted: ")
+		if strings.Contains(q, strings.Repeat(" ", maxSpaceRun+1)) {
+			t.Fatalf("shown(%q) = %q holds a run of more than %d spaces", s, got, maxSpaceRun)
+		}
+		if got == s {
+			return
+		}
 		if !ok {
 			t.Fatalf("shown(%q) = %q: changed but not marked quoted", s, got)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,10 +151,23 @@ func (c *cli) auditTail(ctx context.Context, args []string) error {
 	})
 }
 
+// plainWord is v as it is when it is one word of printable ASCII, as a
+// target's name is, else quoted in ASCII: the target of a fan-out is the
+// agent's globs, which may hold terminal controls or a right-to-left
+// override that would hide the line, or spaces that fake a field.
+func plainWord(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return strconv.QuoteToASCII(v)
+		}
+	}
+	return v
+}
+
 // formatAuditRecord renders one record on one readable line.
 func formatAuditRecord(r *audit.Record) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s #%d %-7s %s %s handle=%s", r.Time.Format(time.RFC3339), r.Seq, r.Kind, r.Tool, r.Target, r.Handle)
+	fmt.Fprintf(&b, "%s #%d %-7s %s %s handle=%s", r.Time.Format(time.RFC3339), r.Seq, r.Kind, r.Tool, plainWord(r.Target), r.Handle)
 	add := func(k, v string) {
 		if v == "" {
 			return
