@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -194,10 +195,32 @@ type Secret struct {
 	// key) is taken as KnownStart: its lines begin with bytes every such
 	// key has (a PKCS #8 P-256 key's first line, 48 of its 64
 	// characters), and a bundle may put a public certificate first. So is
-	// a JWT (see jwtSignature), whose signature is added as a secret of
-	// its own.
+	// a token whose start is public structure (see secretPart), whose
+	// secret part is added as a secret of its own.
 	KnownStart bool
 }
+
+// secretPart returns the part of a token that is secret when the rest of
+// it is public structure the agent can know or guess, and often more than
+// half of the token: a JWT's signature (see jwtSignature), or the last
+// part of a token of ids (see idsThenSecret). It returns nil for any
+// other value.
+func secretPart(v []byte) []byte {
+	if sig := jwtSignature(v); sig != nil {
+		return sig
+	}
+	if m := idsThenSecret.FindSubmatch(v); m != nil {
+		return m[1]
+	}
+	return nil
+}
+
+// idsThenSecret matches a token made of a short lowercase tag, ids (digits
+// and capitals) and a secret, joined by dashes, as Slack's are:
+// xoxb-<team>-<user>-<secret>, xapp-1-<app>-<n>-<secret>. The ids are in
+// API answers and URLs. A passphrase of words does not match: its middle
+// words are not ids.
+var idsThenSecret = regexp.MustCompile(`^[a-z]{3,5}(?:\.[a-z]{3,5})?(?:-[0-9A-Z]+)+-([0-9A-Za-z]{8,})$`)
 
 // jwtSignature returns the signature of a JWT, the last of its 3 (or,
 // encrypted, 5) dot-separated parts, or nil when v is no JWT or its
@@ -222,9 +245,10 @@ func jwtSignature(v []byte) []byte {
 func New(secrets []Secret) (*Redactor, error) {
 	// A form shared by two names is redacted with the first name.
 	secrets = slices.Clone(secrets)
-	for _, sec := range secrets {
-		if sig := jwtSignature(sec.Value); sig != nil {
-			secrets = append(secrets, Secret{Name: sec.Name, Value: sig})
+	for i, sec := range secrets {
+		if part := secretPart(sec.Value); part != nil {
+			secrets[i].KnownStart = true
+			secrets = append(secrets, Secret{Name: sec.Name, Value: part})
 		}
 	}
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
@@ -238,7 +262,7 @@ func New(secrets []Secret) (*Redactor, error) {
 			return nil, &ShortSecretError{Name: sec.Name}
 		}
 		repl := []byte("[REDACTED:" + sec.Name + "]")
-		noEnd := sec.KnownStart || bytes.ContainsRune(bytes.TrimRight(sec.Value, "\r\n"), '\n') || jwtSignature(sec.Value) != nil
+		noEnd := sec.KnownStart || bytes.ContainsRune(bytes.TrimRight(sec.Value, "\r\n"), '\n')
 		for _, form := range Forms(sec.Value) {
 			if seen[form] {
 				continue

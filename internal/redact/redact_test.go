@@ -170,7 +170,7 @@ func redactChunked(r *Redactor, in []byte, sizes []int) []byte {
 
 // refForm is a pattern as the reference sees it: its text and its marker,
 // and whether the end rule spares it (a form of a secret of several
-// lines, or of a JWT).
+// lines, or of a token with a secret part).
 type refForm struct {
 	text, marker []byte
 	noEnd        bool
@@ -179,7 +179,7 @@ type refForm struct {
 func severalLines(v []byte) bool { return bytes.ContainsRune(bytes.TrimRight(v, "\r\n"), '\n') }
 
 // referenceForms lists the forms of secrets in New's order: names sorted,
-// each name's Forms in turn, then those of its signature if it is a JWT;
+// each name's Forms in turn, then those of its secret part if it has one;
 // a form two names share keeps the first name.
 func referenceForms(secrets map[string][]byte) []refForm {
 	var forms []refForm
@@ -194,10 +194,10 @@ func referenceForms(secrets map[string][]byte) []refForm {
 	}
 	for _, name := range slices.Sorted(maps.Keys(secrets)) {
 		v := secrets[name]
-		sig := jwtSignature(v)
-		add(name, v, severalLines(v) || sig != nil)
-		if sig != nil {
-			add(name, sig, false)
+		part := secretPart(v)
+		add(name, v, severalLines(v) || part != nil)
+		if part != nil {
+			add(name, part, false)
 		}
 	}
 	return forms
@@ -326,6 +326,7 @@ func FuzzRedactStream(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("ab\xfe"), 50), []byte("ababab\xffbabababa"), []byte{7, 0, 31})
 	// Long secrets take the widest stride of the scan.
 	f.Add(bytes.Repeat([]byte("log line \xfe and more text\n"), 40), []byte("0123456789abcdefghijKLMN\xffzyxwvutsrqponmlkjihgfedcba9876\xff+/+/+/+/+/+/+/+/+/+/+/+/"), []byte{13, 200, 1})
+	f.Add([]byte("t=\xfe xoxb-1765-1987-pdFZKVe"), []byte("xoxb-1765-1987-pdFZKVeTuE8sk7oO"), []byte{4})
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte) {
 		secrets, forms, in := fuzzInput(data, secretBlob)
 		if secrets == nil {

@@ -248,6 +248,8 @@ func referenceHold(in []byte, forms []refForm) (emitted, marker []byte) {
 func FuzzRedactCut(f *testing.F) {
 	f.Add([]byte("token=\xfe and \xfe\xfe end"), []byte("s3cr3t\xffanother-one"), []byte{1, 2, 3}, uint16(12))
 	f.Add([]byte("Authorization: \xfd\x03"), []byte("ghp_0123456789abcdef"), []byte{5}, uint16(20))
+	// A token of ids and a secret (see secretPart), cut in its ids and in its secret.
+	f.Add([]byte("t=\xfe xoxb-1765-1987-pdFZKVe"), []byte("xoxb-1765-1987-pdFZKVeTuE8sk7oO"), []byte{4}, uint16(33))
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte, cut uint16) {
 		secrets, forms, in := fuzzInput(data, secretBlob)
 		if secrets == nil {
@@ -324,6 +326,36 @@ func TestJWTHasEndRuleOnlyOnItsSignature(t *testing.T) {
 		{"claims and half the signature", known + sig[:22], known + "[REDACTED:at]"},
 		{"whole", "a=" + known + sig + ";", "a=[REDACTED:at];"},
 		{"signature alone, less its last character", "sig " + sig[:len(sig)-1], "sig [REDACTED:at]"},
+	}
+	for _, tt := range tests {
+		if got := r.RedactString(tt.in); got != tt.want {
+			t.Errorf("%s: RedactString(%q) = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+		if got := redactChunked(r, []byte(tt.in), []int{3}); string(got) != tt.want {
+			t.Errorf("%s: streamed %q = %q; want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestIDsThenSecretHasEndRuleOnlyOnItsSecret: a Slack token is a tag and
+// ids the agent can know (they are in API answers), then the secret, and
+// the known part is more than half of it. As with a JWT, the end rule
+// applies to the secret part alone; a passphrase of words keeps the end
+// rule on the whole of it.
+func TestIDsThenSecretHasEndRuleOnlyOnItsSecret(t *testing.T) {
+	const known, secret = "xoxb-17653672481-19874698323-", "pdFZKVeTuE8sk7oOcBrzbqgy"
+	const words = "correct-horse-battery-staple"
+	r, err := New([]Secret{{Name: "slack", Value: []byte(known + secret)}, {Name: "phrase", Value: []byte(words)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, in, want string }{
+		{"ids and a right guess", known + secret[:3], known + secret[:3]},
+		{"ids and a wrong guess", known + "pdA", known + "pdA"},
+		{"ids and half the secret", known + secret[:12], known + "[REDACTED:slack]"},
+		{"whole", "t=" + known + secret + ";", "t=[REDACTED:slack];"},
+		{"secret alone, less its last character", "s " + secret[:len(secret)-1], "s [REDACTED:slack]"},
+		{"passphrase, more than half", "p " + words[:15], "p [REDACTED:phrase]"},
 	}
 	for _, tt := range tests {
 		if got := r.RedactString(tt.in); got != tt.want {
