@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -92,6 +93,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		}
 	}
 	sent := in.Path // the path as it will be sent (escaped, from the origin), once checked
+	omitted := 0    // response headers left out of the result, set by execute
 	return g.run(ctx, s, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
@@ -138,13 +140,11 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 				return &ended{status: StatusFailed, reason: err.Error()}
 			}
 			// The reason may quote the token endpoint: redacted with the
-			// tokens learned during the request.
-			e := &ended{status: httpStatus[res.Status], reason: g.redactString(res.Reason), duration: res.Duration, httpStatus: res.HTTPStatus,
-				attempts: res.Attempts, headers: map[string]string{}}
-			// Names too: a server may echo anything into a header name.
-			for k, v := range res.Headers {
-				e.headers[g.redactString(k)] = g.redactString(v)
-			}
+			// tokens learned during the request. It may quote the server's
+			// bytes too (a malformed header line): clipped, once redacted.
+			e := &ended{status: httpStatus[res.Status], reason: output.Clip(g.redactString(res.Reason), maxReasonBytes),
+				duration: res.Duration, httpStatus: res.HTTPStatus, attempts: res.Attempts}
+			e.headers, omitted = g.fitHeaders(res.Headers)
 			return e
 		},
 		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {
@@ -153,12 +153,50 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			if out.Headers == nil {
 				out.Headers = map[string]string{}
 			}
-			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, g.redactString(in.Path)), out.Status != StatusOK
+			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, g.redactString(in.Path), omitted), out.Status != StatusOK
 		},
 	}, progress, in.WaitS)
 }
 
-func describeHTTP(out *HTTPRequestOutput, method, path string) string {
+// A server chooses its response headers, up to net/http's 10 MiB: a
+// result keeps at most maxHeaderBytes of each selected name and value and
+// maxHeadersBytes of them all (as JSON), and a reason is clipped to
+// maxReasonBytes, so that no answer can make the result too large to be
+// returned at the smallest result_bytes (4096), its handle with it.
+const (
+	maxHeaderBytes  = 512
+	maxHeadersBytes = 2048
+	maxReasonBytes  = 1024
+)
+
+// fitHeaders redacts the selected response headers, names too (a server
+// may echo anything into a name), then clips each name and value to
+// maxHeaderBytes and keeps them, in name order, while they fit
+// maxHeadersBytes. Clipping after redaction never leaves the start of a
+// secret. It returns how many headers were left out.
+func (g *Gateway) fitHeaders(in map[string]string) (map[string]string, int) {
+	out := make(map[string]string, len(in))
+	omitted, size := 0, 0
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		name := output.Clip(g.redactString(k), maxHeaderBytes)
+		value := output.Clip(g.redactString(in[k]), maxHeaderBytes)
+		n := jsonLen(name) + jsonLen(value)
+		if _, dup := out[name]; dup || size+n > maxHeadersBytes {
+			omitted++
+			continue
+		}
+		out[name], size = value, size+n
+	}
+	return out, omitted
+}
+
+// jsonLen is the size of s as a JSON string.
+func jsonLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b)
+}
+
+func describeHTTP(out *HTTPRequestOutput, method, path string, omitted int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "http_request %s %s on %s: %s", method, output.Clip(path, 200), out.Endpoint, out.Status)
 	if out.HTTPStatus != 0 {
@@ -167,6 +205,9 @@ func describeHTTP(out *HTTPRequestOutput, method, path string) string {
 	fmt.Fprintf(&b, " after %d ms and %s.", out.DurationMS, output.Plural(out.Attempts, "attempt"))
 	if out.Reason != "" {
 		fmt.Fprintf(&b, " Reason: %s.", out.Reason)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(&b, " %s left out: the selected ones are larger than a result has room for.", output.Plural(omitted, "response header"))
 	}
 	return b.String()
 }

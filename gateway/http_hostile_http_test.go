@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/actiongw/actiongw/internal/config"
+	"github.com/actiongw/actiongw/internal/output"
+	"github.com/actiongw/actiongw/secrets"
+)
+
+// hostileGateway is a gateway with one endpoint "api" configured by the
+// given lines, whose token secret is apiToken.
+func hostileGateway(t *testing.T, endpoint string) *fixture {
+	t.Helper()
+	toml := fmt.Sprintf("[server]\nstate_dir = %q\n[http.api]\nmethods = [\"GET\", \"POST\"]\nallow_private = true\n%s\n", t.TempDir(), endpoint)
+	cfg, err := config.Parse([]byte(toml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := secrets.Memory{"api-token": []byte(apiToken)}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: store})
+	if _, err := gw.Config(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	return &fixture{gw: gw, cfg: cfg, store: store, toml: toml}
+}
+
+// TestHostileHugeResponseHeaders: a server answers with selected headers
+// (X-Request-Id is returned by default) far larger than result_bytes, or
+// very many of them, or a malformed header line net/http quotes in its
+// error. The agent must still get its result with the handle to the body,
+// and a clipped value must not end in the start of the credential.
+func TestHostileHugeResponseHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra string
+		answer      func(w http.ResponseWriter, auth string)
+		status      Status
+	}{
+		{"one huge value", "", func(w http.ResponseWriter, auth string) {
+			w.Header().Set("X-Request-Id", strings.Repeat("a", 200<<10)+auth)
+		}, StatusOK},
+		{"credential across the clip", "", func(w http.ResponseWriter, auth string) {
+			w.Header().Set("X-Request-Id", strings.Repeat("a", maxHeaderBytes-len("Bearer tok"))+auth)
+		}, StatusOK},
+		{"huge name", `response_headers = ["X-*"]`, func(w http.ResponseWriter, auth string) {
+			w.Header().Set("X-"+strings.Repeat("n", 200<<10), auth)
+		}, StatusOK},
+		{"many headers", `response_headers = ["X-*"]`, func(w http.ResponseWriter, auth string) {
+			for i := range 5000 {
+				w.Header().Set(fmt.Sprintf("X-H%d", i), strings.Repeat("v", 90)+auth)
+			}
+		}, StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tc.answer(w, r.Header.Get("Authorization"))
+				fmt.Fprintln(w, "hello")
+			}))
+			t.Cleanup(api.Close)
+			f := hostileGateway(t, fmt.Sprintf("base_url = %q\nauth = \"bearer\"\ntoken_secret = \"api-token\"\n%s", api.URL, tc.extra))
+			r := f.gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/"}, nil)
+			out, ok := r.Structured.(*HTTPRequestOutput)
+			if !ok || out.Status != tc.status || out.Handle == "" {
+				t.Fatalf("got %q; want status %s with a handle", output.Clip(r.Text, 300), tc.status)
+			}
+			if got, want := out.Body.Head, "hello\n"; got != want {
+				t.Errorf("body %q; want %q", got, want)
+			}
+			checkNoPieceOf(t, apiToken, structured(t, r)+r.Text+readAudit(t, f))
+		})
+	}
+}
+
+// checkNoPieceOf fails if all holds the secret or its first 4 bytes or more
+// at the end of a clipped value ("...").
+func checkNoPieceOf(t *testing.T, secret, all string) {
+	t.Helper()
+	for n := len(secret); n >= 4; n-- {
+		piece := secret[:n]
+		if n < len(secret) {
+			piece += "..."
+		}
+		if strings.Contains(all, piece) {
+			t.Fatalf("%d bytes of the credential leaked", n)
+		}
+	}
+}
+
+// rawServer answers every connection with answer(request head) and closes.
+func rawServer(t *testing.T, answer func(head string) string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			br := bufio.NewReader(c)
+			var head strings.Builder
+			for {
+				line, err := br.ReadString('\n')
+				head.WriteString(line)
+				if err != nil || line == "\r\n" {
+					break
+				}
+			}
+			c.Write([]byte(answer(head.String())))
+			c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestHostileMalformedEcho: a server answers with a line of the request
+// as its status line or as a header line without a colon (a broken echo),
+// or with a huge malformed line. net/http quotes the line in its error:
+// the credential must not come back in the reason, and the result must
+// still fit.
+func TestHostileMalformedEcho(t *testing.T) {
+	for _, tc := range []struct{ name, auth, answer string }{
+		{"query status line", "auth = \"query\"\nparam = \"api_key\"", "status"},
+		{"bearer header line", "auth = \"bearer\"", "header"},
+		{"header value", "auth = \"header\"\nheader = \"X-Api-Key\"", "header"},
+		{"huge malformed line", "auth = \"bearer\"", "huge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawServer(t, func(head string) string {
+				lines := strings.Split(head, "\r\n")
+				switch tc.answer {
+				case "status":
+					return lines[0] + "\r\n\r\n"
+				case "huge":
+					return "HTTP/1.1 200 OK\r\n" + strings.Repeat("x", 300<<10) + "\r\n\r\n"
+				}
+				for _, l := range lines {
+					if strings.Contains(l, apiToken) {
+						return "HTTP/1.1 200 OK\r\n" + strings.ReplaceAll(l, ":", "") + "\r\n\r\n"
+					}
+				}
+				return "HTTP/1.1 500 no\r\n\r\n"
+			})
+			f := hostileGateway(t, fmt.Sprintf("base_url = %q\ntoken_secret = \"api-token\"\n%s", url, tc.auth))
+			r := f.gw.HTTPRequest(context.Background(), HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/x"}, nil)
+			if out, ok := r.Structured.(*HTTPRequestOutput); !ok || out.Status != StatusFailed || out.Handle == "" {
+				t.Fatalf("got %q; want a failed result with a handle", output.Clip(r.Text, 300))
+			}
+			checkNoPieceOf(t, apiToken, structured(t, r)+r.Text+readAudit(t, f))
+		})
+	}
+}
