@@ -93,7 +93,6 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		}
 	}
 	sent := in.Path // the path as it will be sent (escaped, from the origin), once checked
-	omitted := 0    // response headers left out of the result, set by execute
 	return g.run(ctx, s, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
@@ -143,16 +142,17 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			// tokens learned during the request. It may quote the server's
 			// bytes too (a malformed header line): clipped, once redacted.
 			e := &ended{status: httpStatus[res.Status], reason: output.Clip(g.redactString(res.Reason), maxReasonBytes),
-				duration: res.Duration, httpStatus: res.HTTPStatus, attempts: res.Attempts}
-			e.headers, omitted = g.fitHeaders(res.Headers)
+				duration: res.Duration, httpStatus: res.HTTPStatus, attempts: res.Attempts, headers: map[string]string{}}
+			// Names too: a server may echo anything into a header name.
+			for k, v := range res.Headers {
+				e.headers[g.redactString(k)] = g.redactString(v)
+			}
 			return e
 		},
 		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {
+			headers, omitted := fitHeaders(e.headers)
 			out := &HTTPRequestOutput{Handle: handle, Endpoint: in.Endpoint, Status: e.status, HTTPStatus: e.httpStatus,
-				Headers: e.headers, DurationMS: e.duration.Milliseconds(), Attempts: e.attempts, Body: s[0], Reason: e.reason}
-			if out.Headers == nil {
-				out.Headers = map[string]string{}
-			}
+				Headers: headers, DurationMS: e.duration.Milliseconds(), Attempts: e.attempts, Body: s[0], Reason: e.reason}
 			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, g.redactString(in.Path), omitted), out.Status != StatusOK
 		},
 	}, progress, in.WaitS)
@@ -169,17 +169,16 @@ const (
 	maxReasonBytes  = 1024
 )
 
-// fitHeaders redacts the selected response headers, names too (a server
-// may echo anything into a name), then clips each name and value to
-// maxHeaderBytes and keeps them, in name order, while they fit
-// maxHeadersBytes. Clipping after redaction never leaves the start of a
-// secret. It returns how many headers were left out.
-func (g *Gateway) fitHeaders(in map[string]string) (map[string]string, int) {
+// fitHeaders clips each name and value of the redacted response headers
+// to maxHeaderBytes and keeps them, in name order, while they fit
+// maxHeadersBytes. Clipping what was redacted whole never leaves the start
+// of a secret. It returns how many headers were left out.
+func fitHeaders(in map[string]string) (map[string]string, int) {
 	out := make(map[string]string, len(in))
 	omitted, size := 0, 0
 	for _, k := range slices.Sorted(maps.Keys(in)) {
-		name := output.Clip(g.redactString(k), maxHeaderBytes)
-		value := output.Clip(g.redactString(in[k]), maxHeaderBytes)
+		name := output.Clip(k, maxHeaderBytes)
+		value := output.Clip(in[k], maxHeaderBytes)
 		n := jsonLen(name) + jsonLen(value)
 		if _, dup := out[name]; dup || size+n > maxHeadersBytes {
 			omitted++

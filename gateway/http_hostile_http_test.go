@@ -74,6 +74,9 @@ func TestHostileHugeResponseHeaders(t *testing.T) {
 			if got, want := out.Body.Head, "hello\n"; got != want {
 				t.Errorf("body %q; want %q", got, want)
 			}
+			if tc.name == "many headers" && (len(out.Headers) == 0 || !strings.Contains(r.Text, "response headers left out")) {
+				t.Errorf("%d headers kept, text %q; want some, and the text to say others were left out", len(out.Headers), output.Clip(r.Text, 300))
+			}
 			checkNoPieceOf(t, apiToken, structured(t, r)+r.Text+readAudit(t, f))
 		})
 	}
