@@ -166,3 +166,56 @@ func TestHostileMalformedEcho(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileStalledBodyCancelled: a server sends its headers and a first
+// line, then holds the body open forever (a slowloris answer). The
+// request goes on in the background; cancel_action ends it at once, with
+// what came, and the next request on the endpoint is answered.
+func TestHostileStalledBodyCancelled(t *testing.T) {
+	release := make(chan struct{})
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stall" {
+			fmt.Fprintln(w, "first line "+r.Header.Get("Authorization"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		fmt.Fprintln(w, "fine")
+	}))
+	t.Cleanup(func() { close(release); api.Close() })
+	f := hostileGateway(t, fmt.Sprintf("base_url = %q\nauth = \"bearer\"\ntoken_secret = \"api-token\"\ntimeout = \"1h\"\nmax_timeout = \"1h\"", api.URL))
+	ctx := context.Background()
+	zero := 0.0
+	r := f.gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/stall", WaitS: &zero}, nil)
+	out, ok := r.Structured.(*HTTPRequestOutput)
+	if !ok || out.Status != StatusRunning {
+		t.Fatalf("got %q; want it running in the background", r.Text)
+	}
+	// Wait for the first line: the request is in its body.
+	one := 30.0
+	for i := 0; ; i++ {
+		rd := f.gw.ReadOutput(ctx, ReadOutputInput{Handle: out.Handle, Stream: "body", WaitS: one})
+		if strings.Contains(structured(t, rd), "first line") {
+			break
+		}
+		if rd.IsError || i == 20 {
+			t.Fatalf("read_output: %s; want the first line", rd.Text)
+		}
+	}
+	c := f.gw.CancelAction(ctx, CancelActionInput{Handle: out.Handle})
+	got, ok := c.Structured.(*HTTPRequestOutput)
+	if !ok || got.Status != StatusCancelled {
+		t.Fatalf("cancel_action: %q; want cancelled", c.Text)
+	}
+	if !strings.Contains(got.Body.Head, "first line Bearer [REDACTED:api-token]") {
+		t.Errorf("body %q; want the first line, redacted", got.Body.Head)
+	}
+	r = f.gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/next"}, nil)
+	if out, ok := r.Structured.(*HTTPRequestOutput); !ok || out.Status != StatusOK || out.Body.Head != "fine\n" {
+		t.Errorf("the next request: %q; want ok", r.Text)
+	}
+	checkNoPieceOf(t, apiToken, structured(t, c)+c.Text+readAudit(t, f))
+}
