@@ -125,15 +125,10 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},
 		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
-			body, late := w[0], (*lateRedactor)(nil)
-			if he.endpoint.Auth.OAuth2 != nil {
-				late = &lateRedactor{g: g, w: w[0]}
-				body = late
-			}
-			res, err := g.http.Do(ctx, he.endpoint, req, body)
-			if late != nil {
-				late.end(err != nil || httpStatus[res.Status].cutShort())
-			}
+			// w[0] passes every redactor put in effect while the body
+			// arrives (followRedactor): it knows the access token the
+			// request fetched, learned before it was sent.
+			res, err := g.http.Do(ctx, he.endpoint, req, w[0])
 			if err != nil {
 				// Nothing was sent: a refused path, header or body.
 				return &ended{status: StatusFailed, reason: err.Error()}

@@ -3,11 +3,14 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/actiongw/actiongw/internal/config"
@@ -218,4 +221,124 @@ func TestHostileStalledBodyCancelled(t *testing.T) {
 		t.Errorf("the next request: %q; want ok", r.Text)
 	}
 	checkNoPieceOf(t, apiToken, structured(t, c)+c.Text+readAudit(t, f))
+}
+
+// TestHostileSecretLearnedWhileStreaming: an agent starts a request whose
+// answer streams (endpoint pub, no credential), then makes endpoint api
+// fetch its first OAuth2 access token from the same server, which writes
+// every Authorization it sees into pub's stream (a request log). The
+// token was learned after pub's capture took its redactor; and a secret
+// that a reload adds while pub streams is in the same place. Both must
+// come back redacted.
+func TestHostileSecretLearnedWhileStreaming(t *testing.T) {
+	const added = "added-by-reload-7f3e9c1d"
+	echo := make(chan string, 1)
+	var mu sync.Mutex
+	var issued string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/token":
+			mu.Lock()
+			issued = "at-" + rand.Text()
+			tok := issued
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+		case "/stream":
+			fmt.Fprintln(w, "streaming")
+			w.(http.Flusher).Flush()
+			// Split across writes, as a log line may come.
+			line := "seen: " + <-echo + "\n"
+			fmt.Fprint(w, line[:12])
+			w.(http.Flusher).Flush()
+			fmt.Fprint(w, line[12:])
+		default:
+			echo <- r.Header.Get("Authorization")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	toml := func(extra string) string {
+		return fmt.Sprintf(`[server]
+state_dir = %q
+[http.pub]
+base_url = %q
+methods = ["GET"]
+allow_private = true
+[http.api]
+base_url = %q
+methods = ["GET"]
+allow_private = true
+auth = "oauth2_client_credentials"
+token_url = %q
+client_id = "id"
+client_secret_secret = "client-secret"
+%s`, t.TempDir(), srv.URL, srv.URL, srv.URL+"/token", extra)
+	}
+	cfg, err := config.Parse([]byte(toml("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := secrets.Memory{"client-secret": []byte("cs-4b8e2a91d0"), "added": []byte(added)}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: store})
+	if _, err := gw.Config(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	ctx := context.Background()
+
+	// stream starts pub's streaming request, waits for its first line,
+	// then has its echo written by trigger and returns its final result.
+	stream := func(t *testing.T, trigger func()) *ToolResult {
+		t.Helper()
+		zero, wait := 0.0, 30.0
+		r := gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "pub", Method: "GET", Path: "/stream", WaitS: &zero}, nil)
+		out, ok := r.Structured.(*HTTPRequestOutput)
+		if !ok || out.Status != StatusRunning {
+			t.Fatalf("got %q; want it running", r.Text)
+		}
+		for i := 0; ; i++ {
+			rd := gw.ReadOutput(ctx, ReadOutputInput{Handle: out.Handle, Stream: "body", WaitS: wait})
+			if strings.Contains(structured(t, rd), "streaming") {
+				break
+			}
+			if rd.IsError || i == 20 {
+				t.Fatalf("read_output: %s; want the first line", rd.Text)
+			}
+		}
+		trigger()
+		return gw.ActionStatus(ctx, ActionStatusInput{Handle: out.Handle, WaitS: &wait}, nil)
+	}
+
+	t.Run("access token", func(t *testing.T) {
+		st := stream(t, func() {
+			if r := gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/v1/items"}, nil); r.IsError {
+				t.Fatalf("api: %s", r.Text)
+			}
+		})
+		out := st.Structured.(*HTTPRequestOutput)
+		if want := "streaming\nseen: Bearer [REDACTED:api.access_token]\n"; out.Body.Head != want {
+			t.Errorf("body %q; want %q", out.Body.Head, want)
+		}
+		mu.Lock()
+		tok := issued
+		mu.Unlock()
+		checkNoPieceOf(t, tok, structured(t, st)+st.Text)
+	})
+	t.Run("secret added by a reload", func(t *testing.T) {
+		st := stream(t, func() {
+			cfg, err := config.Parse([]byte(toml("[http.other]\nbase_url = \"https://other.example\"\nauth = \"bearer\"\ntoken_secret = \"added\"\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := gw.Reload(ctx, cfg, nil); err != nil {
+				t.Fatal(err)
+			}
+			echo <- added
+		})
+		out := st.Structured.(*HTTPRequestOutput)
+		if want := "streaming\nseen: [REDACTED:added]\n"; out.Body.Head != want {
+			t.Errorf("body %q; want %q", out.Body.Head, want)
+		}
+		checkNoPieceOf(t, added, structured(t, st)+st.Text)
+	})
 }
