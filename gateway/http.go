@@ -159,7 +159,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 // maxReasonBytes, so that no answer can make the result too large to be
 // returned at the smallest result_bytes (4096), its handle with it.
 const (
-	maxHeaderBytes  = 512
+	maxHeaderBytes  = 1024
 	maxHeadersBytes = 2048
 	maxReasonBytes  = 1024
 )
