@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -124,23 +125,19 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},
 		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
-			body, late := w[0], (*lateRedactor)(nil)
-			if he.endpoint.Auth.OAuth2 != nil {
-				late = &lateRedactor{g: g, w: w[0]}
-				body = late
-			}
-			res, err := g.http.Do(ctx, he.endpoint, req, body)
-			if late != nil {
-				late.end(err != nil || httpStatus[res.Status].cutShort())
-			}
+			// w[0] passes every redactor put in effect while the body
+			// arrives (followRedactor): it knows the access token the
+			// request fetched, learned before it was sent.
+			res, err := g.http.Do(ctx, he.endpoint, req, w[0])
 			if err != nil {
 				// Nothing was sent: a refused path, header or body.
 				return &ended{status: StatusFailed, reason: err.Error()}
 			}
 			// The reason may quote the token endpoint: redacted with the
-			// tokens learned during the request.
-			e := &ended{status: httpStatus[res.Status], reason: g.redactString(res.Reason), duration: res.Duration, httpStatus: res.HTTPStatus,
-				attempts: res.Attempts, headers: map[string]string{}}
+			// tokens learned during the request. It may quote the server's
+			// bytes too (a malformed header line): clipped, once redacted.
+			e := &ended{status: httpStatus[res.Status], reason: output.Clip(g.redactString(res.Reason), maxReasonBytes),
+				duration: res.Duration, httpStatus: res.HTTPStatus, attempts: res.Attempts, headers: map[string]string{}}
 			// Names too: a server may echo anything into a header name.
 			for k, v := range res.Headers {
 				e.headers[g.redactString(k)] = g.redactString(v)
@@ -148,17 +145,52 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			return e
 		},
 		finish: func(e *ended, handle string, s []output.Stream) (any, []output.NamedStream, string, bool) {
+			headers, omitted := fitHeaders(e.headers)
 			out := &HTTPRequestOutput{Handle: handle, Endpoint: in.Endpoint, Status: e.status, HTTPStatus: e.httpStatus,
-				Headers: e.headers, DurationMS: e.duration.Milliseconds(), Attempts: e.attempts, Body: s[0], Reason: e.reason}
-			if out.Headers == nil {
-				out.Headers = map[string]string{}
-			}
-			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, g.redactString(in.Path)), out.Status != StatusOK
+				Headers: headers, DurationMS: e.duration.Milliseconds(), Attempts: e.attempts, Body: s[0], Reason: e.reason}
+			return out, []output.NamedStream{{Name: "body", Summary: &out.Body}}, describeHTTP(out, method, g.redactString(in.Path), omitted), out.Status != StatusOK
 		},
 	}, progress, in.WaitS)
 }
 
-func describeHTTP(out *HTTPRequestOutput, method, path string) string {
+// A server chooses its response headers, up to net/http's 10 MiB: a
+// result keeps at most maxHeaderBytes of each selected name and value and
+// maxHeadersBytes of them all (as JSON), and a reason is clipped to
+// maxReasonBytes, so that no answer can make the result too large to be
+// returned at the smallest result_bytes (4096), its handle with it.
+const (
+	maxHeaderBytes  = 1024
+	maxHeadersBytes = 2048
+	maxReasonBytes  = 1024
+)
+
+// fitHeaders clips each name and value of the redacted response headers
+// to maxHeaderBytes and keeps them, in name order, while they fit
+// maxHeadersBytes. Clipping what was redacted whole never leaves the start
+// of a secret. It returns how many headers were left out.
+func fitHeaders(in map[string]string) (map[string]string, int) {
+	out := make(map[string]string, len(in))
+	omitted, size := 0, 0
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		name := output.Clip(k, maxHeaderBytes)
+		value := output.Clip(in[k], maxHeaderBytes)
+		n := jsonLen(name) + jsonLen(value)
+		if _, dup := out[name]; dup || size+n > maxHeadersBytes {
+			omitted++
+			continue
+		}
+		out[name], size = value, size+n
+	}
+	return out, omitted
+}
+
+// jsonLen is the size of s as a JSON string.
+func jsonLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b)
+}
+
+func describeHTTP(out *HTTPRequestOutput, method, path string, omitted int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "http_request %s %s on %s: %s", method, output.Clip(path, 200), out.Endpoint, out.Status)
 	if out.HTTPStatus != 0 {
@@ -167,6 +199,9 @@ func describeHTTP(out *HTTPRequestOutput, method, path string) string {
 	fmt.Fprintf(&b, " after %d ms and %s.", out.DurationMS, output.Plural(out.Attempts, "attempt"))
 	if out.Reason != "" {
 		fmt.Fprintf(&b, " Reason: %s.", out.Reason)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(&b, " %s left out: the selected ones are larger than a result has room for.", output.Plural(omitted, "response header"))
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/actiongw/actiongw/internal/redact"
@@ -85,31 +86,53 @@ func (g *Gateway) learnHooks(tg *targets) {
 	}
 }
 
-// lateRedactor passes a response body through the redactor in effect at
-// its first byte, besides the capture's, which was taken when the action
-// started: an OAuth2 token fetched since (the first, or a new one after a
-// 401) is known to that one, as every token is learned before it is sent.
-type lateRedactor struct {
+// followRedactor passes an action's stream through every redactor put in
+// effect after the action started, besides the capture's, taken when it
+// started: an OAuth2 token learned meanwhile, by this action or by
+// another whose server echoes it into this one's output (a request log,
+// a log file that tail -f follows), or a secret that a reload added. Each
+// newer redactor becomes a stage at the input, so no byte that could hold
+// its new secret reaches an older stage first, and what older stages hold
+// back stays theirs, never released early. A secret is learned before it
+// is sent anywhere, so every echo of it comes after the stage that knows
+// it.
+type followRedactor struct {
 	g *Gateway
-	w io.Writer
-	s *redact.Stream
+
+	mu     sync.Mutex
+	last   *redact.Redactor // the newest redactor in use, by a stage or the capture
+	head   io.Writer        // where bytes go in: the newest stage, else the capture
+	stages []*redact.Stream // oldest first
 }
 
-func (l *lateRedactor) Write(p []byte) (int, error) {
-	if l.s == nil {
-		l.s = l.g.red.Load().NewStream(func(b []byte) { l.w.Write(b) })
+// follow wraps w, a capture that redacts with red.
+func (g *Gateway) follow(w io.Writer, red *redact.Redactor) *followRedactor {
+	return &followRedactor{g: g, last: red, head: w}
+}
+
+func (f *followRedactor) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if red := f.g.red.Load(); red != f.last {
+		next := f.head
+		s := red.NewStream(func(b []byte) { next.Write(b) })
+		f.stages = append(f.stages, s)
+		f.head, f.last = s, red
 	}
-	return l.s.Write(p)
+	return f.head.Write(p)
 }
 
-// end decides the held-back bytes: as the end of the body, or, when the
-// body was cut short, as the start of a secret.
-func (l *lateRedactor) end(cut bool) {
-	switch {
-	case l.s == nil:
-	case cut:
-		l.s.Cut()
-	default:
-		l.s.Close()
+// end decides the stages' held-back bytes, newest first so that what one
+// releases passes the older ones: as the end of the output, or, when the
+// action was cut short, as the start of a secret.
+func (f *followRedactor) end(cut bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.stages) - 1; i >= 0; i-- {
+		if cut {
+			f.stages[i].Cut()
+		} else {
+			f.stages[i].Close()
+		}
 	}
 }

@@ -297,7 +297,18 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 	go func() {
 		defer g.wg.Done()
 		g.active.Add(1)
-		e := a.execute(dctx, live.writers(), &live.received)
+		// Each stream also passes the redactors put in effect while the
+		// action runs: secrets learned or loaded since red was taken.
+		ws := live.writers()
+		follows := make([]*followRedactor, len(ws))
+		for i, w := range ws {
+			follows[i] = g.follow(w, red)
+			ws[i] = follows[i]
+		}
+		e := a.execute(dctx, ws, &live.received)
+		for _, f := range follows {
+			f.end(e.status.cutShort())
+		}
 		// Ended under the streams' locks: a snapshot may be reading them.
 		live.endStreams(e.status.cutShort())
 		out.Finish()

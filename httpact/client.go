@@ -164,7 +164,8 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out af
 // the transport did not decode is not read (StatusFailed) unless
 // e.AllowSpecialHeaders lists Accept-Encoding. With an OAuth2 kind, Do
 // sends the cached access token or fetches one, and on a 401 fetches one
-// new token and retries once; a token that cannot be fetched is
+// new token and retries once (within a small allowance per endpoint, past
+// which the 401 is the answer); a token that cannot be fetched is
 // StatusFailed with a *TokenError in Result.Err, and a request that the
 // endpoint's proxy setting refuses is StatusFailed with a *ProxyError
 // (see Endpoint.Proxy). Every other
@@ -242,14 +243,17 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 	resp, err := rc.Do(rreq)
 	res.Attempts = rt.attempts
 	if err == nil && resp.StatusCode == http.StatusUnauthorized && tok != nil {
-		// Revoked, or expired before its time: one new token, one retry.
-		drain(resp.Body)
-		if err := withToken(tok); err != nil {
-			res.fail(ctx, out.method, err)
-			return res, nil
+		// Revoked, or expired before its time: one new token, one retry;
+		// unless 401s fetched too many lately, and this one is the answer.
+		if err := withToken(tok); !errors.Is(err, errRefetchLimited) {
+			drain(resp.Body)
+			if err != nil {
+				res.fail(ctx, out.method, err)
+				return res, nil
+			}
+			resp, err = rc.Do(rreq)
+			res.Attempts += rt.attempts
 		}
-		resp, err = rc.Do(rreq)
-		res.Attempts += rt.attempts
 	}
 	if err != nil {
 		if resp != nil {

@@ -42,7 +42,9 @@
 // the endpoint's own guarded transport and proxy, cache it per endpoint
 // until shortly before its expiry, hand every token to the caller's
 // OAuth2.OnToken before it is sent (so that its redactor knows it), and on
-// a 401 fetch one new token and retry once.
+// a 401 fetch one new token and retry once, a few times at once and then
+// once per 15 s per endpoint, so that an agent cannot make the redactor
+// learn a token per call.
 //
 // Errors and logs never contain a header value, a query string or userinfo.
 package httpact

@@ -75,7 +75,10 @@ type Endpoint struct {
 	// path it acts on (X-HTTP-Method-Override, X-HTTP-Method,
 	// X-Method-Override, X-Original-URL, X-Rewrite-URL), past Allow.
 	// Listing Accept-Encoding also passes a body still in a content coding
-	// on undecoded, which Do otherwise refuses to read.
+	// on undecoded, which Do otherwise refuses to read; listing
+	// Accept-Charset also passes an Accept whose media types name a
+	// charset other than UTF-8 ("application/json;charset=UTF-16"), which
+	// is otherwise refused.
 	AllowSpecialHeaders []string
 	// ResponseHeaders selects the response headers returned, in the same
 	// form as HeaderAllow; empty returns none.

@@ -93,6 +93,21 @@ func validScope(s string) bool {
 // less than four times as long is renewed after three quarters of its life.
 const tokenRenewMargin = 10 * time.Second
 
+// A 401 fetches a new token at most refetchBurst times at once, then once
+// per refetchInterval; past that, the 401 is the answer. Every token
+// fetched is handed to OnToken, whose redactor keeps it until it expires:
+// without a bound, an agent calling a path that always answers 401 (a
+// scope the client lacks) would grow it by one token per call, and fetch
+// from the token endpoint as fast as it calls.
+const (
+	refetchBurst    = 4
+	refetchInterval = 15 * time.Second
+)
+
+// errRefetchLimited is token's answer when 401s fetched too many tokens
+// lately: the 401 stands.
+var errRefetchLimited = errors.New("401s fetched too many access tokens lately")
+
 // tokenCache is one endpoint's access token and what fetches it.
 type tokenCache struct {
 	key tokenKey
@@ -104,8 +119,11 @@ type tokenCache struct {
 	// refresh is the refresh token in use: the configured one, or the one
 	// the server rotated it to.
 	refresh []byte
-	cc      *clientcredentials.Config
-	rt      *oauth2.Config
+	// refetchFull is when the refetch allowance is whole again (the
+	// theoretical arrival time of a cell rate algorithm); zero: it is.
+	refetchFull time.Time
+	cc          *clientcredentials.Config
+	rt          *oauth2.Config
 }
 
 // tokenKey tells whether a cached token still belongs to the endpoint's
@@ -142,7 +160,8 @@ func (c *Client) tokens(e *Endpoint) *tokenCache {
 
 // token returns an access token for e: the cached one while it is fresh
 // and is not stale (the one a 401 just refused), else a new one from the
-// token endpoint, reached through tr.
+// token endpoint, reached through tr. A stale token is replaced only
+// within the refetch allowance (refetchBurst), else errRefetchLimited.
 func (c *Client) token(ctx context.Context, e *Endpoint, tr http.RoundTripper, stale []byte) ([]byte, error) {
 	tc := c.tokens(e)
 	select {
@@ -153,6 +172,17 @@ func (c *Client) token(ctx context.Context, e *Endpoint, tr http.RoundTripper, s
 	defer func() { <-tc.lock }()
 	if tc.token != nil && string(tc.token) != string(stale) && (tc.renewAt.IsZero() || c.now().Before(tc.renewAt)) {
 		return tc.token, nil
+	}
+	if stale != nil && string(tc.token) == string(stale) {
+		now := c.now()
+		full := tc.refetchFull
+		if full.Before(now) {
+			full = now
+		}
+		if full.Sub(now) > (refetchBurst-1)*refetchInterval {
+			return nil, errRefetchLimited
+		}
+		tc.refetchFull = full.Add(refetchInterval)
 	}
 	tc.token = nil
 	o := e.Auth.OAuth2

@@ -212,6 +212,9 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		if err := e.checkSpecial(k); err != nil {
 			return nil, err
 		}
+		if err := e.checkAccept(k, v); err != nil {
+			return nil, err
+		}
 		if len(e.HeaderAllow) > 0 && !nameMatches(e.HeaderAllow, k) {
 			return nil, bad(fmt.Sprintf("%q is not in this endpoint's header allowlist", k))
 		}

@@ -63,6 +63,36 @@ func (e *Endpoint) checkSpecial(name string) error {
 		"%q is refused: %s; the endpoint's allow_special_headers can permit it", canonical, why)}
 }
 
+// checkAccept refuses an Accept header that names, as a media type
+// parameter, a charset other than UTF-8 or US-ASCII (the same bytes)
+// ("application/json;charset=UTF-16"): Spring's converters and JAX-RS
+// answer in it, so it asks what Accept-Charset asks, and is allowed where
+// Accept-Charset is. The value is not quoted: it is the agent's, and may
+// hold anything.
+func (e *Endpoint) checkAccept(name, value string) error {
+	if !strings.EqualFold(name, "Accept") || nameMatches(e.AllowSpecialHeaders, "Accept-Charset") {
+		return nil
+	}
+	for _, mediaRange := range strings.Split(value, ",") {
+		params := strings.Split(mediaRange, ";")
+		for _, p := range params[1:] {
+			k, v, _ := strings.Cut(p, "=")
+			if !strings.EqualFold(strings.TrimSpace(k), "charset") {
+				continue
+			}
+			switch v = strings.Trim(strings.TrimSpace(v), `"`); {
+			case strings.EqualFold(v, "utf-8"), strings.EqualFold(v, "us-ascii"):
+			default:
+				_, why, _ := specialHeader("Accept-Charset")
+				return &RequestError{Field: "headers", Reason: fmt.Sprintf(
+					"%q names a charset other than UTF-8 and is refused, as Accept-Charset is: %s; "+
+						"the endpoint's allow_special_headers can permit it by listing Accept-Charset", "Accept", why)}
+			}
+		}
+	}
+	return nil
+}
+
 // knownCodings are content codings named in a Reason; any other value the
 // server sent is not echoed, since a server may put anything in a header.
 var knownCodings = []string{"gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress", "dcb", "dcz", "aes128gcm", "exi", "pack200-gzip"}
