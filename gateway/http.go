@@ -174,7 +174,7 @@ func fitHeaders(in map[string]string) (map[string]string, int) {
 	for _, k := range slices.Sorted(maps.Keys(in)) {
 		name := output.Clip(k, maxHeaderBytes)
 		value := output.Clip(in[k], maxHeaderBytes)
-		n := jsonLen(name) + jsonLen(value)
+		n := output.JSONLen(name) + output.JSONLen(value)
 		if _, dup := out[name]; dup || size+n > maxHeadersBytes {
 			omitted++
 			continue
@@ -182,12 +182,6 @@ func fitHeaders(in map[string]string) (map[string]string, int) {
 		out[name], size = value, size+n
 	}
 	return out, omitted
-}
-
-// jsonLen is the size of s as a JSON string.
-func jsonLen(s string) int {
-	b, _ := json.Marshal(s)
-	return len(b)
 }
 
 func describeHTTP(out *HTTPRequestOutput, method, path string, omitted int) string {

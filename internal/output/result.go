@@ -116,8 +116,8 @@ func FitText(text string, resultBytes int) string {
 	}
 }
 
-// jsonLen is the encoded size of a string value, quotes included.
-func jsonLen(s string) int {
+// JSONLen is the encoded size of a string value, quotes included.
+func JSONLen(s string) int {
 	b, _ := json.Marshal(s)
 	return len(b)
 }
@@ -136,7 +136,7 @@ func shrinkLargestPreview(streams []NamedStream, over int) bool {
 			s    *string
 			head bool
 		}{{&ns.Summary.Head, true}, {&ns.Summary.Tail, false}} {
-			if n := jsonLen(*p.s); n > best {
+			if n := JSONLen(*p.s); n > best {
 				best, pick, isHead, sum = n, p.s, p.head, ns.Summary
 			}
 		}
@@ -372,7 +372,7 @@ func FitPage(p *Page, resultBytes int) (string, error) {
 		if raw == 0 {
 			return "", &ResultTooLargeError{Size: size, Budget: resultBytes}
 		}
-		best := jsonLen(p.Data)
+		best := JSONLen(p.Data)
 		keep := raw - min(raw, max(1, (over*raw+best-1)/best+8))
 		b := p.raw[:keep]
 		if p.Encoding == "" {
@@ -442,9 +442,9 @@ func FitSearch(r *SearchResult, pattern string, resultBytes int) (string, error)
 		}
 		per := 0
 		for _, m := range r.Matches {
-			per += jsonLen(m.Text) + 60
+			per += JSONLen(m.Text) + 60
 			for _, c := range append(m.Before[:len(m.Before):len(m.Before)], m.After...) {
-				per += jsonLen(c) + 1
+				per += JSONLen(c) + 1
 			}
 		}
 		per /= len(r.Matches)
