@@ -148,7 +148,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 	var longest time.Duration
 	for i, name := range names {
 		st := s.ssh[name]
-		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, st, SSHExecInput{Target: name, Command: in.Command, Stdin: in.Stdin, TimeoutS: in.TimeoutS})}
+		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, st, in.on(name))}
 		t, _ := policy.Timeout(seconds(in.TimeoutS), st.timeout, st.maxTimeout)
 		longest = max(longest, t)
 	}
@@ -230,6 +230,16 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 				done.Add(1)
 				continue
 			}
+			ts, ta, err := g.fanTargetNow(s, t, in)
+			if err != nil {
+				releaseBackground()
+				<-sem
+				r := g.failure("%v", err)
+				r.status = g.refused(c, &t.a.intent, err)
+				end(t, r)
+				done.Add(1)
+				continue
+			}
 			// Each target starts on its own goroutine: starting opens a
 			// session and writes the intent, which must not queue behind
 			// the other targets'.
@@ -239,7 +249,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 					<-sem
 					done.Add(1)
 				}()
-				act, _, fail := g.start(ctx, s, t.a, false)
+				act, _, fail := g.start(ctx, ts, ta, false)
 				if fail != nil {
 					end(t, fail)
 					return
@@ -274,6 +284,43 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 		return out, out.streams(), out.describe(command), isError
 	}
 	return g.run(ctx, s, fan, progress, in.WaitS)
+}
+
+// on is the ssh_exec of the fan-out on one target.
+func (in SSHExecManyInput) on(target string) SSHExecInput {
+	return SSHExecInput{Target: target, Command: in.Command, Stdin: in.Stdin, TimeoutS: in.TimeoutS}
+}
+
+// fanTargetNow returns the state and the action that t, a target of the
+// fan-out in called at s, starts with. Each target is an action of its
+// own, which may start long after the call (one wave after another): one
+// that starts after a reload runs under the configuration then in effect,
+// as any call that starts then does, so that a person who tightens the
+// rules while a fan-out runs stops what has not started (the pipeline
+// then refuses what the new rules deny). A target the reload removed is
+// refused, and so is one whose command the new rules ask a person about
+// when the fan-out's question did not cover it.
+func (g *Gateway) fanTargetNow(s *state, t *fanTarget, in SSHExecManyInput) (*state, *action, error) {
+	cur := g.state()
+	if cur == s {
+		return s, t.a, nil
+	}
+	st, ok := cur.ssh[t.name]
+	if !ok {
+		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "reload",
+			Reason: "the target was removed from the configuration by a reload while the fan-out ran"}
+	}
+	a := g.sshExecAction(cur.cfg, st, in.on(t.name))
+	a.intent.Parent, a.intent.Approvals = t.a.intent.Parent, t.a.intent.Approvals
+	if err := a.check(&a.intent); err != nil {
+		return cur, a, nil // the pipeline refuses it, as it does any action
+	}
+	if q, _ := a.approval(); q != nil && !t.asked {
+		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "approve",
+			Reason: "a reload while the fan-out ran made the command ask a person first on this target; call again to ask"}
+	}
+	a.approved = true
+	return cur, a, nil
 }
 
 // backgroundTurn waits, when the fan-out with handle runs in the
