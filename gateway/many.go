@@ -107,9 +107,9 @@ type fanTarget struct {
 	a      *action
 	handle string       // "" until its action started
 	group  *TargetGroup // nil until it ended: its result as a group of one
-	// asked is set when the target asks about the command, which the
-	// fan-out's one question did for it.
-	asked bool
+	// asked is the key of the question the target asks about the command,
+	// which the fan-out's one question asked for it; "" when it asks none.
+	asked string
 }
 
 // handleBytes is about what each target costs in a result's handles: its
@@ -184,7 +184,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 			for _, t := range targets {
 				if q, _ := t.a.approval(); q != nil {
 					asking = append(asking, q)
-					t.asked = true
+					t.asked = q.Key
 				}
 				t.a.approved = true
 			}
@@ -210,7 +210,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 		var wg sync.WaitGroup
 		for _, t := range targets {
 			t.a.intent.Parent = fan.intent.Handle
-			if t.asked { // the fan-out's question was this target's too
+			if t.asked != "" { // the fan-out's question was this target's too
 				t.a.intent.Approvals = slices.Clone(fan.intent.Approvals)
 			}
 			select {
@@ -299,7 +299,7 @@ func (in SSHExecManyInput) on(target string) SSHExecInput {
 // rules while a fan-out runs stops what has not started (the pipeline
 // then refuses what the new rules deny). A target the reload removed is
 // refused, and so is one whose command the new rules ask a person about
-// when the fan-out's question did not cover it.
+// when the fan-out's question did not ask that.
 func (g *Gateway) fanTargetNow(s *state, t *fanTarget, in SSHExecManyInput) (*state, *action, error) {
 	cur := g.state()
 	if cur == s {
@@ -315,9 +315,11 @@ func (g *Gateway) fanTargetNow(s *state, t *fanTarget, in SSHExecManyInput) (*st
 	if err := a.check(&a.intent); err != nil {
 		return cur, a, nil // the pipeline refuses it, as it does any action
 	}
-	if q, _ := a.approval(); q != nil && !t.asked {
+	// The question the target now asks must be the one the person
+	// answered: the same command on the same host, user and port.
+	if q, _ := a.approval(); q != nil && q.Key != t.asked {
 		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "approve",
-			Reason: "a reload while the fan-out ran made the command ask a person first on this target; call again to ask"}
+			Reason: "a reload while the fan-out ran made the command ask a person first on this target, or changed the target; call again to ask"}
 	}
 	a.approved = true
 	return cur, a, nil

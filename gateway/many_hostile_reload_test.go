@@ -22,19 +22,37 @@ import (
 func TestHostileFanoutAfterReload(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		asks    bool                 // single asks before the command runs, and the person approves
 		tighten func(*config.Config) // the reload's change
 		want    string               // in the second target's reason
 	}{
-		{"rule", func(cfg *config.Config) {
+		{"rule", false, func(cfg *config.Config) {
 			cfg.SSH["single"].DenyCommands = append(cfg.SSH["single"].DenyCommands, "^touch ")
 		}, "denied"},
-		{"removed", func(cfg *config.Config) { delete(cfg.SSH, "single") }, "removed"},
+		{"removed", false, func(cfg *config.Config) { delete(cfg.SSH, "single") }, "removed"},
 		// The fan-out asked no one: the new rule's question was never put.
-		{"asks", func(cfg *config.Config) { cfg.SSH["single"].Approve = config.ApproveAlways }, "ask a person"},
+		{"asks", false, func(cfg *config.Config) { cfg.SSH["single"].Approve = config.ApproveAlways }, "ask a person"},
+		// The person approved the command on single at its host; the
+		// reload moved single elsewhere (here another name of the same
+		// server), where no one approved it.
+		{"moved", true, func(cfg *config.Config) {
+			cfg.SSH["single"].Approve = config.ApproveAlways
+			cfg.SSH["single"].Host = "localhost"
+		}, "changed the target"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
+			if tc.asks {
+				cfg := f.reparse(t, "")
+				cfg.SSH["single"].Approve = config.ApproveAlways
+				if err := f.gw.Reload(ctx, cfg, nil); err != nil {
+					t.Fatal(err)
+				}
+				ctx = WithApprover(ctx, approverFunc(func(context.Context, *Question) (Answer, time.Duration, error) {
+					return AnswerApprove, 0, nil
+				}))
+			}
 			dir := t.TempDir()
 			// Each target leaves a mark when its command starts, then the
 			// first waits for the test's go-ahead.
