@@ -107,9 +107,9 @@ type fanTarget struct {
 	a      *action
 	handle string       // "" until its action started
 	group  *TargetGroup // nil until it ended: its result as a group of one
-	// asked is set when the target asks about the command, which the
-	// fan-out's one question did for it.
-	asked bool
+	// asked is the key of the question the target asks about the command,
+	// which the fan-out's one question asked for it; "" when it asks none.
+	asked string
 }
 
 // handleBytes is about what each target costs in a result's handles: its
@@ -148,7 +148,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 	var longest time.Duration
 	for i, name := range names {
 		st := s.ssh[name]
-		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, st, SSHExecInput{Target: name, Command: in.Command, Stdin: in.Stdin, TimeoutS: in.TimeoutS})}
+		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, st, in.on(name))}
 		t, _ := policy.Timeout(seconds(in.TimeoutS), st.timeout, st.maxTimeout)
 		longest = max(longest, t)
 	}
@@ -184,7 +184,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 			for _, t := range targets {
 				if q, _ := t.a.approval(); q != nil {
 					asking = append(asking, q)
-					t.asked = true
+					t.asked = q.Key
 				}
 				t.a.approved = true
 			}
@@ -210,7 +210,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 		var wg sync.WaitGroup
 		for _, t := range targets {
 			t.a.intent.Parent = fan.intent.Handle
-			if t.asked { // the fan-out's question was this target's too
+			if t.asked != "" { // the fan-out's question was this target's too
 				t.a.intent.Approvals = slices.Clone(fan.intent.Approvals)
 			}
 			select {
@@ -230,6 +230,16 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 				done.Add(1)
 				continue
 			}
+			ts, ta, err := g.fanTargetNow(s, t, in)
+			if err != nil {
+				releaseBackground()
+				<-sem
+				r := g.failure("%v", err)
+				r.status = g.refused(c, &t.a.intent, err)
+				end(t, r)
+				done.Add(1)
+				continue
+			}
 			// Each target starts on its own goroutine: starting opens a
 			// session and writes the intent, which must not queue behind
 			// the other targets'.
@@ -239,7 +249,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 					<-sem
 					done.Add(1)
 				}()
-				act, _, fail := g.start(ctx, s, t.a, false)
+				act, _, fail := g.start(ctx, ts, ta, false)
 				if fail != nil {
 					end(t, fail)
 					return
@@ -274,6 +284,45 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 		return out, out.streams(), out.describe(command), isError
 	}
 	return g.run(ctx, s, fan, progress, in.WaitS)
+}
+
+// on is the ssh_exec of the fan-out on one target.
+func (in SSHExecManyInput) on(target string) SSHExecInput {
+	return SSHExecInput{Target: target, Command: in.Command, Stdin: in.Stdin, TimeoutS: in.TimeoutS}
+}
+
+// fanTargetNow returns the state and the action that t, a target of the
+// fan-out in called at s, starts with. Each target is an action of its
+// own, which may start long after the call (one wave after another): one
+// that starts after a reload runs under the configuration then in effect,
+// as any call that starts then does, so that a person who tightens the
+// rules while a fan-out runs stops what has not started (the pipeline
+// then refuses what the new rules deny). A target the reload removed is
+// refused, and so is one whose command the new rules ask a person about
+// when the fan-out's question did not ask that.
+func (g *Gateway) fanTargetNow(s *state, t *fanTarget, in SSHExecManyInput) (*state, *action, error) {
+	cur := g.state()
+	if cur == s {
+		return s, t.a, nil
+	}
+	st, ok := cur.ssh[t.name]
+	if !ok {
+		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "reload",
+			Reason: "the target was removed from the configuration by a reload while the fan-out ran"}
+	}
+	a := g.sshExecAction(cur.cfg, st, in.on(t.name))
+	a.intent.Parent, a.intent.Approvals = t.a.intent.Parent, t.a.intent.Approvals
+	if err := a.check(&a.intent); err != nil {
+		return cur, a, nil // the pipeline refuses it, as it does any action
+	}
+	// The question the target now asks must be the one the person
+	// answered: the same command on the same host, user and port.
+	if q, _ := a.approval(); q != nil && q.Key != t.asked {
+		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "approve",
+			Reason: "a reload while the fan-out ran made the command ask a person first on this target, or changed the target; call again to ask"}
+	}
+	a.approved = true
+	return cur, a, nil
 }
 
 // backgroundTurn waits, when the fan-out with handle runs in the

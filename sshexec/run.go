@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,8 +334,8 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	if err == nil {
 		// The sudo password comes first on stdin, read before anything else.
 		stdin := r.req.Stdin
-		if r.req.Sudo && r.req.SudoPassword != nil {
-			stdin = append(slices.Clip(r.req.SudoPassword), stdin...)
+		if r.req.Sudo {
+			stdin = append(sudoStdin(r.req.SudoPassword), stdin...)
 		}
 		r.bounded(func() { err = r.s.exec(r.target, script, stdin, hb) })
 	} else {

@@ -128,7 +128,7 @@ func (r *run) verify() (bool, string) {
 func (r *run) control(script string) (int, error) {
 	command, stdin := script, []byte(nil)
 	if r.req.Sudo {
-		command, stdin = sudoControl(script, r.req.SudoPassword), r.req.SudoPassword
+		command, stdin = sudoControl(script, r.req.SudoPassword), sudoStdin(r.req.SudoPassword)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout+r.target.keepalive())
 	defer cancel()

@@ -218,12 +218,24 @@ const sudoFunc = `__agw_sudo() {
 `
 
 // sudoPrelude defines __agw_sudo and, with a password, reads it: the
-// first len(password) bytes of stdin.
+// first line of stdin (see sudoStdin), with the shell's own read. The
+// script is the login shell's argument, which every process on the host
+// can read: "head -c LEN" there told the password's length.
 func sudoPrelude(password []byte) string {
 	if password == nil {
 		return sudoFunc
 	}
-	return fmt.Sprintf("__agw_pw=$(head -c %d)\n", len(password)) + sudoFunc
+	return "IFS= read -r __agw_pw\n" + sudoFunc
+}
+
+// sudoStdin is what comes first on the stdin of a script that starts
+// with sudoPrelude: the password and a newline (it has none: see
+// Request.Sudo), or nothing without one.
+func sudoStdin(password []byte) []byte {
+	if password == nil {
+		return nil
+	}
+	return append(slices.Clip(password), '\n')
 }
 
 // sudoControl runs a control script (see killScript, aliveScript) as

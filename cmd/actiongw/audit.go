@@ -178,6 +178,14 @@ func formatAuditRecord(r *audit.Record) string {
 		}
 	}
 	add("command", r.Command)
+	// What else decides what ran: as root, where, with which variables,
+	// from which earlier stream.
+	if r.Sudo {
+		b.WriteString(" sudo=true")
+	}
+	add("cwd", r.Cwd)
+	add("env", r.Env)
+	add("source", r.Source)
 	add("method", r.Method)
 	add("path", r.Path)
 	add("decision", r.Decision)
