@@ -25,7 +25,8 @@ const secretRetry = 2 * time.Second
 
 // state is one loaded configuration and what is built from it: the
 // targets, ready to use. A call takes the state once, at its start, and
-// keeps it to its end; a reload publishes a new state and never changes one
+// keeps it to its end (a fan-out's targets are calls of their own: see
+// fanTargetNow); a reload publishes a new state and never changes one
 // in use, so running actions are not disturbed.
 type state struct {
 	// cfg is the configuration in effect; nil while broken is set. Its
