@@ -172,7 +172,9 @@ func formatAuditRecord(r *audit.Record) string {
 		if v == "" {
 			return
 		}
-		fmt.Fprintf(&b, " %s=%q", k, v)
+		// Quoted in ASCII: a character that prints but draws nothing
+		// (a Hangul filler) would make two commands read the same.
+		fmt.Fprintf(&b, " %s=%+q", k, v)
 		if cut, ok := r.Cut[k]; ok {
 			fmt.Fprintf(&b, "…(%d bytes, sha256 %.12s…)", cut.Bytes, cut.SHA256)
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/actiongw/actiongw/internal/audit"
 )
 
 // TestHostileAuditTailTarget: the target of an ssh_exec_many record is the
@@ -38,5 +40,22 @@ func TestHostileAuditTailTarget(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "ssh_exec_many") {
 		t.Errorf("audit tail shows no ssh_exec_many record:\n%s", out)
+	}
+}
+
+// TestAuditTailDrawsEveryCharacter: a field that holds a character which
+// prints but draws nothing (a Hangul filler, a variation selector) is
+// shown escaped, so "./public\u3164" does not read as "./public".
+func TestAuditTailDrawsEveryCharacter(t *testing.T) {
+	for _, v := range []string{"chmod -R 777 ./public\u3164", "rm x\ufe0f", "ls \u2800"} {
+		line := formatAuditRecord(&audit.Record{Kind: audit.KindIntent, Tool: "ssh_exec", Target: "box", Command: v})
+		if !strings.Contains(line, `command="`) || !strings.Contains(line, `\u`) {
+			t.Errorf("formatAuditRecord with command %+q = %q; want the command quoted with its invisible character escaped", v, line)
+		}
+		for _, r := range line {
+			if r > unicode.MaxASCII {
+				t.Errorf("formatAuditRecord with command %+q printed %U", v, r)
+			}
+		}
 	}
 }
