@@ -169,6 +169,9 @@ func (g *Gateway) sshTarget(ctx context.Context, name string) (*state, *sshTarge
 		_, isHTTP := s.http[name]
 		return nil, nil, g.failure("%s", unknownTarget("SSH target", name, names(s.ssh), isHTTP, "http_request", "endpoint"))
 	}
+	if s.cfg.SSH[name].JumpOnly {
+		return nil, nil, g.failure("SSH target %q is a jump host only (jump_only): other targets connect through it, and no command or file transfer runs on it", name)
+	}
 	return s, st, nil
 }
 

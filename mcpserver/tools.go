@@ -123,6 +123,9 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 	}
 	for _, name := range sortedNames(cfg.SSH) {
 		t := cfg.SSH[name]
+		if t.JumpOnly {
+			continue // nothing runs on it
+		}
 		info := sshTargetInfo{Name: name, Description: t.Description, User: t.User, Host: t.Host, AllowPaths: t.AllowPaths}
 		if t.Approve != config.ApproveNever {
 			info.Approve = t.Approve

@@ -205,6 +205,10 @@ type SSHTarget struct {
 	// Jump names another [ssh.*] target to connect through; empty connects
 	// directly.
 	Jump string `toml:"jump"`
+	// JumpOnly makes the target a jump host and nothing else: other
+	// targets connect through it, and no command or file transfer runs on
+	// it (a bastion whose login the agent need not have). Default false.
+	JumpOnly bool `toml:"jump_only"`
 
 	// AllowCommands are RE2 patterns that must match the whole command;
 	// DenyCommands match anywhere in it. Deny wins, and an allow list
@@ -307,19 +311,24 @@ type Group struct {
 // Targets resolves patterns, each the name of an SSH target or a glob over
 // the names (path.Match: "web-*", "db[12]"), to the targets they name,
 // sorted and without repeats. A pattern that names or matches no target is
-// an error that says so: a typo must not shrink a fleet silently.
+// an error that says so: a typo must not shrink a fleet silently. A
+// jump_only target is none of them: naming it is an error, and globs pass
+// over it.
 func (c *Config) Targets(patterns []string) ([]string, error) {
 	seen := map[string]bool{}
 	for _, p := range patterns {
-		if _, ok := c.SSH[p]; ok {
+		if t, ok := c.SSH[p]; ok {
+			if t.JumpOnly {
+				return nil, fmt.Errorf("%q is a jump host only (jump_only): no command runs on it", p)
+			}
 			seen[p] = true
 			continue
 		}
 		matched := false
-		for name := range c.SSH {
+		for name, t := range c.SSH {
 			if ok, err := path.Match(p, name); err != nil {
 				return nil, fmt.Errorf("%q is not a glob: %v", p, err)
-			} else if ok {
+			} else if ok && !t.JumpOnly {
 				seen[name], matched = true, true
 			}
 		}

@@ -518,7 +518,7 @@ func TestREADMEConfig(t *testing.T) {
 }
 
 func TestTargets(t *testing.T) {
-	c := &Config{SSH: map[string]*SSHTarget{"web1": {}, "web2": {}, "web10": {}, "db1": {}}}
+	c := &Config{SSH: map[string]*SSHTarget{"web1": {}, "web2": {}, "web10": {}, "db1": {}, "web-bastion": {JumpOnly: true}}}
 	for _, tt := range []struct {
 		patterns []string
 		want     string // the names, or the error
@@ -530,6 +530,10 @@ func TestTargets(t *testing.T) {
 		{[]string{"web3"}, `"web3" names no SSH target and matches none`},
 		{[]string{"web["}, `"web[" is not a glob`},
 		{nil, "[]"},
+		// A jump host only is no target of a fleet.
+		{[]string{"*"}, "[db1 web1 web10 web2]"},
+		{[]string{"web-bastion"}, `"web-bastion" is a jump host only (jump_only)`},
+		{[]string{"web-b*"}, `"web-b*" names no SSH target and matches none`},
 	} {
 		got, err := c.Targets(tt.patterns)
 		s := fmt.Sprint(got)
