@@ -275,6 +275,19 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		releases = append(releases, releaseServer)
 	}
 
+	// A call that waited for a slot and meets a reloaded configuration is
+	// refused: it was decided under rules no longer in effect, which may
+	// deny it now, or send it elsewhere. The agent calls again, under the
+	// new ones. One a person was asked about runs as the person saw it
+	// and answered.
+	if g.state().cfg != s.cfg && len(intent.Approvals) == 0 {
+		defer undo()
+		err := &policy.DeniedError{Target: intent.Target, Rule: "reload",
+			Reason: "the configuration was reloaded while this call waited; call again to run under the rules now in effect"}
+		r := g.failure("%v", err)
+		r.status = g.refused(c, intent, err)
+		return nil, nil, r, nil
+	}
 	out := c.spool.Begin(intent.Tool, intent.Target)
 	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
 	if err := g.appendAudit(c, intent); err != nil {
