@@ -223,6 +223,24 @@ func checkPath(p string) error {
 	return nil
 }
 
+// stillResolves refuses real, a path the server resolved before a file on
+// it was opened or created, when it no longer resolves to itself: the file
+// or a directory on the way was replaced by a symbolic link meanwhile, and
+// the open may have followed it out of the path that was checked. SFTP has
+// no open that refuses links, so this is asked after the open, before a
+// byte moves: a racer on the host must swap a link in and out again
+// between two requests, not just once, to be read or written through.
+func (s *sftpSession) stillResolves(ctx context.Context, real string) error {
+	now, err := s.c.RealPath(real)
+	switch {
+	case err != nil:
+		return s.failed(ctx, "resolve "+real+" again", err)
+	case now != real:
+		return &PathError{Path: real, Reason: "it was replaced by a symbolic link while it was opened (it now resolves elsewhere); nothing was moved"}
+	}
+	return nil
+}
+
 // fileKind names the type of a file that is not a regular one.
 func fileKind(m fs.FileMode) string {
 	switch {
@@ -252,7 +270,8 @@ func (s *sftpSession) failed(ctx context.Context, step string, err error) error 
 // Download reads req.Path into req.W over SFTP on the leased session, and
 // releases the lease when it returns. It resolves the path on the server,
 // calls req.Check with the resolved path, and refuses what is not a regular
-// file (a *PathError). When ctx ends, Download returns the result so far
+// file, or a path that resolves elsewhere once the file is open (a
+// *PathError; see stillResolves). When ctx ends, Download returns the result so far
 // with ctx's cause; when req.W fails, with that error. An error without a
 // result means nothing was read: ErrNoSFTP, a *PathError, Check's error,
 // or a failure of the server (errors.Is(err, fs.ErrNotExist) for a missing
@@ -293,6 +312,9 @@ func (l *Lease) Download(ctx context.Context, req DownloadRequest) (*TransferRes
 		return nil, s.failed(ctx, "open "+real, err)
 	}
 	defer f.Close()
+	if err := s.stillResolves(ctx, real); err != nil {
+		return nil, err
+	}
 	res := &TransferResult{Path: real, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
 	m := &downMeter{ctx: ctx, w: req.W, limit: req.MaxBytes, h: sha256.New()}
 	_, err = f.WriteTo(m)
@@ -352,8 +374,10 @@ func (m *downMeter) Write(p []byte) (int, error) {
 // Upload writes req.R to req.Path over SFTP on the leased session, and
 // releases the lease when it returns. It resolves the destination's
 // directory on the server, calls req.Check with the resolved destination,
-// and refuses a destination that is a symlink or not a regular file (a
-// *PathError) or that exists without req.Overwrite (an *ExistsError). The
+// and refuses a destination that is a symlink or not a regular file, or
+// whose directory resolves elsewhere once the temporary file is created (a
+// *PathError; see stillResolves), or that exists without req.Overwrite (an
+// *ExistsError). The
 // content goes to a temporary file in the same directory
 // (".<base>.actiongw-<random>.tmp"), which is synced where the server
 // supports fsync@openssh.com, given its mode, and renamed over the
@@ -458,7 +482,10 @@ func (s *sftpSession) write(ctx context.Context, tmp string, req UploadRequest) 
 	if m.r == nil {
 		m.r = strings.NewReader("")
 	}
-	err = s.fill(ctx, f, m, req)
+	err = s.stillResolves(ctx, path.Dir(tmp))
+	if err == nil {
+		err = s.fill(ctx, f, m, req)
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = s.failed(ctx, "close "+tmp, cerr)
 	}

@@ -1,0 +1,109 @@
+package sshexec
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/actiongw/actiongw/policy"
+)
+
+// swapEnv is a directory the rules allow, with a file and a subdirectory,
+// and one beside it that they do not, holding a private file of the
+// same name in the same layout: what a racer on the host swaps in.
+type swapEnv struct {
+	*sftpEnv
+	allowed, outside string
+	paths            *policy.Paths
+}
+
+func newSwapEnv(t *testing.T) *swapEnv {
+	t.Helper()
+	e := &swapEnv{sftpEnv: newSFTPEnv(t)}
+	e.allowed, e.outside = filepath.Join(e.dir, "allowed"), filepath.Join(e.dir, "outside")
+	for _, d := range []string{e.allowed, e.outside, filepath.Join(e.allowed, "sub"), filepath.Join(e.outside, "sub")} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o777); err != nil { // the login user writes there
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"f", "sub/f"} {
+		if err := os.WriteFile(filepath.Join(e.allowed, f), []byte("public"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(e.outside, f), []byte("not for the agent"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.paths = &policy.Paths{Target: "test", Allow: []string{e.allowed + "/**"}}
+	return e
+}
+
+// swapAfterCheck is a Check that allows what the rules allow and then,
+// as a racer on the host would between the check and the open, replaces
+// name (under the allowed directory) with a symlink to its namesake
+// outside.
+func (e *swapEnv) swapAfterCheck(t *testing.T, name string) func(string) error {
+	return func(real string) error {
+		if err := e.paths.Check(real); err != nil {
+			return err
+		}
+		link := filepath.Join(e.allowed, name)
+		if err := os.RemoveAll(link); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(filepath.Join(e.outside, name), link); err != nil {
+			t.Error(err)
+		}
+		return nil
+	}
+}
+
+// TestSFTPDownloadSwappedAfterCheck: a file or directory of the checked
+// path replaced by a symlink out of the allowed directory after the check
+// gives nothing of the file outside.
+func TestSFTPDownloadSwappedAfterCheck(t *testing.T) {
+	for _, tc := range []struct{ name, swap, path string }{
+		{"file", "f", "f"},
+		{"directory", "sub", "sub/f"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSwapEnv(t)
+			var buf bytes.Buffer
+			res, err := e.download(t, DownloadRequest{Path: filepath.Join(e.allowed, tc.path), Check: e.swapAfterCheck(t, tc.swap), W: &buf})
+			var pathErr *PathError
+			if !errors.As(err, &pathErr) || res != nil || buf.Len() > 0 {
+				t.Errorf("got %+v, %v, %q; want a *PathError and nothing read", res, err, buf.String())
+			}
+		})
+	}
+}
+
+// TestSFTPUploadSwappedAfterCheck: a directory of the checked destination
+// replaced by a symlink out of the allowed directory after the check
+// gets nothing written outside, and no temporary file is left there.
+func TestSFTPUploadSwappedAfterCheck(t *testing.T) {
+	e := newSwapEnv(t)
+	res, err := e.upload(t, UploadRequest{Path: filepath.Join(e.allowed, "sub", "planted"), Check: e.swapAfterCheck(t, "sub"),
+		R: strings.NewReader("x"), Size: 1})
+	var pathErr *PathError
+	if !errors.As(err, &pathErr) {
+		t.Errorf("got %+v, %v; want a *PathError", res, err)
+	}
+	ents, err := os.ReadDir(filepath.Join(e.outside, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ent := range ents {
+		names = append(names, ent.Name())
+	}
+	if len(names) != 1 || names[0] != "f" {
+		t.Errorf("outside/sub holds %q; want only f", names)
+	}
+}
