@@ -148,7 +148,7 @@ func (l *Lease) startSFTP(ctx context.Context, grace time.Duration) (*sftpSessio
 	s.readers.Add(2)
 	go func() { defer s.readers.Done(); ssh.DiscardRequests(l.reqs) }()
 	go func() { defer s.readers.Done(); io.Copy(io.Discard, l.ch.Stderr()) }()
-	s.stop = guard(ctx, grace, func() { l.ch.Close() })
+	s.stop = guard(ctx, grace, func() { s.closeAndWait(func() { l.ch.Close() }) })
 	ok, err := l.ch.SendRequest("subsystem", true, ssh.Marshal(&struct{ Name string }{"sftp"}))
 	if err == nil && !ok {
 		err = ErrNoSFTP
@@ -178,36 +178,57 @@ func (l *Lease) startSFTP(ctx context.Context, grace time.Duration) (*sftpSessio
 // releases the lease's session slot.
 func (s *sftpSession) end() {
 	s.stop()
-	if s.c != nil {
-		s.c.Close()
-	} else {
-		s.l.ch.Close()
-	}
-	s.readers.Wait()
+	s.closeAndWait(func() {
+		if s.c != nil {
+			s.c.Close() // waits for the client's reader too
+		} else {
+			s.l.ch.Close()
+		}
+	})
 	s.l.conn.release()
 }
 
+// closeAndWait calls closeFn, which closes the session's channel, and
+// waits for the readers, which end once the server closes the channel in
+// turn. A server that has not within the keepalive interval has the
+// connection closed, as a command that did not stop does: its sftp-server
+// may be stuck in a call that never returns (an open of a named pipe waits
+// for a writer), and then the readers, and every SFTP call waiting for a
+// reply, would wait forever.
+func (s *sftpSession) closeAndWait(closeFn func()) {
+	d := s.l.target.keepalive()
+	t := time.AfterFunc(d, func() {
+		s.l.conn.close(fmt.Errorf("the server did not close an SFTP session within %v of its end", d))
+	})
+	defer t.Stop()
+	closeFn()
+	s.readers.Wait()
+}
+
 // guard calls closeFn once ctx has ended and grace has passed since, unless
-// the returned stop is called first.
+// the returned stop is called first. stop waits for a closeFn that began.
 func guard(ctx context.Context, grace time.Duration, closeFn func()) (stop func()) {
 	var mu sync.Mutex
+	var running sync.WaitGroup
 	stopped := false
 	var timer *time.Timer
 	stopAfter := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			timer = time.AfterFunc(grace, closeFn)
+			running.Add(1)
+			timer = time.AfterFunc(grace, func() { defer running.Done(); closeFn() })
 		}
 	})
 	return func() {
 		stopAfter()
 		mu.Lock()
-		defer mu.Unlock()
 		stopped = true
-		if timer != nil {
-			timer.Stop()
+		if timer != nil && timer.Stop() {
+			running.Done() // it will not run
 		}
+		mu.Unlock()
+		running.Wait()
 	}
 }
 

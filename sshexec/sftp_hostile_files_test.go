@@ -2,11 +2,14 @@ package sshexec
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/actiongw/actiongw/policy"
 )
@@ -105,5 +108,50 @@ func TestSFTPUploadSwappedAfterCheck(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != "f" {
 		t.Errorf("outside/sub holds %q; want only f", names)
+	}
+}
+
+// TestSFTPCallServerNeverAnswers: an SFTP call that the server never
+// answers (its sftp-server waits in open on a named pipe for a writer, as
+// a pipe swapped in between a download's stat and its open makes it) ends
+// once ctx has: the server keeps the channel open, so the connection goes,
+// and the next transfer works on a new one.
+func TestSFTPCallServerNeverAnswers(t *testing.T) {
+	e := newSwapEnv(t)
+	e.tg.Keepalive = 300 * time.Millisecond
+	fifo := filepath.Join(e.allowed, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The server's sftp-server outlives the connection, stuck in its
+		// open until a writer comes: this one.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	ctx, cancel := context.WithTimeout(transferCtx(t), time.Second)
+	defer cancel()
+	s, err := e.lease(t).startSFTP(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := s.c.Open(fifo)
+		s.end()
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Errorf("open of a pipe nobody writes: got no error; want one")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the call did not end within a minute of its ctx")
+	}
+	var buf bytes.Buffer
+	if _, err := e.download(t, DownloadRequest{Path: filepath.Join(e.allowed, "f"), W: &buf}); err != nil || buf.String() != "public" {
+		t.Errorf("next download: got %q, %v; want %q", buf.String(), err, "public")
 	}
 }
