@@ -299,7 +299,9 @@ func (s *sftpSession) failed(ctx context.Context, step string, err error) error 
 // file).
 //
 // The file is read with concurrent requests, as OpenSSH's sftp client
-// does. A server that stalls holds the download until ctx ends.
+// does. A server that stalls holds the download until ctx ends, and one
+// keepalive interval more if it does not close the session then (the
+// connection is closed instead; see closeAndWait).
 func (l *Lease) Download(ctx context.Context, req DownloadRequest) (*TransferResult, error) {
 	start := time.Now()
 	if err := checkPath(req.Path); err != nil {
