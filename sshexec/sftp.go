@@ -292,11 +292,11 @@ func (s *sftpSession) failed(ctx context.Context, step string, err error) error 
 // releases the lease when it returns. It resolves the path on the server,
 // calls req.Check with the resolved path, and refuses what is not a regular
 // file, or a path that resolves elsewhere once the file is open (a
-// *PathError; see stillResolves). When ctx ends, Download returns the result so far
-// with ctx's cause; when req.W fails, with that error. An error without a
-// result means nothing was read: ErrNoSFTP, a *PathError, Check's error,
-// or a failure of the server (errors.Is(err, fs.ErrNotExist) for a missing
-// file).
+// *PathError; see stillResolves). When ctx ends, Download returns the
+// result so far with ctx's cause; when req.W fails, with that error. An
+// error without a result means nothing was read: ErrNoSFTP, a *PathError,
+// Check's error, or a failure of the server (errors.Is(err,
+// fs.ErrNotExist) for a missing file).
 //
 // The file is read with concurrent requests, as OpenSSH's sftp client
 // does. A server that stalls holds the download until ctx ends, and one
@@ -400,10 +400,9 @@ func (m *downMeter) Write(p []byte) (int, error) {
 // and refuses a destination that is a symlink or not a regular file, or
 // whose directory resolves elsewhere once the temporary file is created (a
 // *PathError; see stillResolves), or that exists without req.Overwrite (an
-// *ExistsError). The
-// content goes to a temporary file in the same directory
-// (".<base>.actiongw-<random>.tmp"), which is synced where the server
-// supports fsync@openssh.com, given its mode, and renamed over the
+// *ExistsError). The content goes to a temporary file in the same
+// directory (".<base>.actiongw-<random>.tmp"), which is synced where the
+// server supports fsync@openssh.com, given its mode, and renamed over the
 // destination: the destination is never half-written. With Overwrite the
 // rename is atomic where the server supports posix-rename@openssh.com;
 // elsewhere the old file is removed first, so the destination is missing
