@@ -1,9 +1,12 @@
+//go:build linux
+
 package sshexec
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/policy"
+	"golang.org/x/sys/unix"
 )
 
 // swapEnv is a directory the rules allow, with a file and a subdirectory,
@@ -154,4 +158,59 @@ func TestSFTPCallServerNeverAnswers(t *testing.T) {
 	if _, err := e.download(t, DownloadRequest{Path: filepath.Join(e.allowed, "f"), W: &buf}); err != nil || buf.String() != "public" {
 		t.Errorf("next download: got %q, %v; want %q", buf.String(), err, "public")
 	}
+}
+
+// TestSFTPDownloadOpenHeldByLease: a download whose open the server cannot
+// finish (a write lease on the file, which a process of the login user can
+// take, holds every other open until the kernel breaks it at
+// lease-break-time, 45 s by default) ends once ctx has, while the lease is
+// still breaking.
+func TestSFTPDownloadOpenHeldByLease(t *testing.T) {
+	e := newSwapEnv(t)
+	e.tg.Keepalive = 300 * time.Millisecond
+	held := filepath.Join(e.allowed, "f")
+	f, err := os.OpenFile(held, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		t.Fatalf("take a write lease: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(transferCtx(t), time.Second)
+	defer cancel()
+	var buf bytes.Buffer
+	res, err := e.lease(t).Download(ctx, DownloadRequest{Path: held, W: &buf})
+	if !errors.Is(err, context.DeadlineExceeded) || res != nil {
+		t.Errorf("got %+v, %v; want no result and %v", res, err, context.DeadlineExceeded)
+	}
+	if got := leaseState(t, f); got != "BREAKING" {
+		t.Errorf("lease when the download ended: got %q; want BREAKING (the kernel had not broken it yet)", got)
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
+		t.Error(err)
+	}
+}
+
+// leaseState is the state /proc/locks gives the lease on f: ACTIVE,
+// BREAKING or BREAKER.
+func leaseState(t *testing.T, f *os.File) string {
+	t.Helper()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(locks)) {
+		// "1: LEASE  BREAKING  READ  1234 00:2a:5678 0 EOF"
+		if fs := strings.Fields(line); len(fs) >= 6 && fs[1] == "LEASE" && fs[5] == id {
+			return fs[2]
+		}
+	}
+	return ""
 }
