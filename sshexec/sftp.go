@@ -148,7 +148,7 @@ func (l *Lease) startSFTP(ctx context.Context, grace time.Duration) (*sftpSessio
 	s.readers.Add(2)
 	go func() { defer s.readers.Done(); ssh.DiscardRequests(l.reqs) }()
 	go func() { defer s.readers.Done(); io.Copy(io.Discard, l.ch.Stderr()) }()
-	s.stop = guard(ctx, grace, func() { l.ch.Close() })
+	s.stop = guard(ctx, grace, func() { s.closeAndWait(func() { l.ch.Close() }) })
 	ok, err := l.ch.SendRequest("subsystem", true, ssh.Marshal(&struct{ Name string }{"sftp"}))
 	if err == nil && !ok {
 		err = ErrNoSFTP
@@ -178,36 +178,57 @@ func (l *Lease) startSFTP(ctx context.Context, grace time.Duration) (*sftpSessio
 // releases the lease's session slot.
 func (s *sftpSession) end() {
 	s.stop()
-	if s.c != nil {
-		s.c.Close()
-	} else {
-		s.l.ch.Close()
-	}
-	s.readers.Wait()
+	s.closeAndWait(func() {
+		if s.c != nil {
+			s.c.Close() // waits for the client's reader too
+		} else {
+			s.l.ch.Close()
+		}
+	})
 	s.l.conn.release()
 }
 
+// closeAndWait calls closeFn, which closes the session's channel, and
+// waits for the readers, which end once the server closes the channel in
+// turn. A server that has not within the keepalive interval has the
+// connection closed, as a command that did not stop does: its sftp-server
+// may be stuck in a call that never returns (an open of a named pipe waits
+// for a writer), and then the readers, and every SFTP call waiting for a
+// reply, would wait forever.
+func (s *sftpSession) closeAndWait(closeFn func()) {
+	d := s.l.target.keepalive()
+	t := time.AfterFunc(d, func() {
+		s.l.conn.close(fmt.Errorf("the server did not close an SFTP session within %v of its end", d))
+	})
+	defer t.Stop()
+	closeFn()
+	s.readers.Wait()
+}
+
 // guard calls closeFn once ctx has ended and grace has passed since, unless
-// the returned stop is called first.
+// the returned stop is called first. stop waits for a closeFn that began.
 func guard(ctx context.Context, grace time.Duration, closeFn func()) (stop func()) {
 	var mu sync.Mutex
+	var running sync.WaitGroup
 	stopped := false
 	var timer *time.Timer
 	stopAfter := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			timer = time.AfterFunc(grace, closeFn)
+			running.Add(1)
+			timer = time.AfterFunc(grace, func() { defer running.Done(); closeFn() })
 		}
 	})
 	return func() {
 		stopAfter()
 		mu.Lock()
-		defer mu.Unlock()
 		stopped = true
-		if timer != nil {
-			timer.Stop()
+		if timer != nil && timer.Stop() {
+			running.Done() // it will not run
 		}
+		mu.Unlock()
+		running.Wait()
 	}
 }
 
@@ -219,6 +240,24 @@ func checkPath(p string) error {
 		return &PathError{Path: p, Reason: "the path is empty"}
 	case strings.IndexByte(p, 0) >= 0:
 		return &PathError{Path: p, Reason: "it contains a NUL byte"}
+	}
+	return nil
+}
+
+// stillResolves refuses real, a path the server resolved before a file on
+// it was opened or created, when it no longer resolves to itself: the file
+// or a directory on the way was replaced by a symbolic link meanwhile, and
+// the open may have followed it out of the path that was checked. SFTP has
+// no open that refuses links, so this is asked after the open, before a
+// byte moves: a racer on the host must swap a link in and out again
+// between two requests, not just once, to be read or written through.
+func (s *sftpSession) stillResolves(ctx context.Context, real string) error {
+	now, err := s.c.RealPath(real)
+	switch {
+	case err != nil:
+		return s.failed(ctx, "resolve "+real+" again", err)
+	case now != real:
+		return &PathError{Path: real, Reason: "it was replaced by a symbolic link while it was opened (it now resolves elsewhere); nothing was moved"}
 	}
 	return nil
 }
@@ -252,14 +291,17 @@ func (s *sftpSession) failed(ctx context.Context, step string, err error) error 
 // Download reads req.Path into req.W over SFTP on the leased session, and
 // releases the lease when it returns. It resolves the path on the server,
 // calls req.Check with the resolved path, and refuses what is not a regular
-// file (a *PathError). When ctx ends, Download returns the result so far
-// with ctx's cause; when req.W fails, with that error. An error without a
-// result means nothing was read: ErrNoSFTP, a *PathError, Check's error,
-// or a failure of the server (errors.Is(err, fs.ErrNotExist) for a missing
-// file).
+// file, or a path that resolves elsewhere once the file is open (a
+// *PathError; see stillResolves). When ctx ends, Download returns the
+// result so far with ctx's cause; when req.W fails, with that error. An
+// error without a result means nothing was read: ErrNoSFTP, a *PathError,
+// Check's error, or a failure of the server (errors.Is(err,
+// fs.ErrNotExist) for a missing file).
 //
 // The file is read with concurrent requests, as OpenSSH's sftp client
-// does. A server that stalls holds the download until ctx ends.
+// does. A server that stalls holds the download until ctx ends, and one
+// keepalive interval more if it does not close the session then (the
+// connection is closed instead; see closeAndWait).
 func (l *Lease) Download(ctx context.Context, req DownloadRequest) (*TransferResult, error) {
 	start := time.Now()
 	if err := checkPath(req.Path); err != nil {
@@ -293,6 +335,9 @@ func (l *Lease) Download(ctx context.Context, req DownloadRequest) (*TransferRes
 		return nil, s.failed(ctx, "open "+real, err)
 	}
 	defer f.Close()
+	if err := s.stillResolves(ctx, real); err != nil {
+		return nil, err
+	}
 	res := &TransferResult{Path: real, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
 	m := &downMeter{ctx: ctx, w: req.W, limit: req.MaxBytes, h: sha256.New()}
 	_, err = f.WriteTo(m)
@@ -352,11 +397,12 @@ func (m *downMeter) Write(p []byte) (int, error) {
 // Upload writes req.R to req.Path over SFTP on the leased session, and
 // releases the lease when it returns. It resolves the destination's
 // directory on the server, calls req.Check with the resolved destination,
-// and refuses a destination that is a symlink or not a regular file (a
-// *PathError) or that exists without req.Overwrite (an *ExistsError). The
-// content goes to a temporary file in the same directory
-// (".<base>.actiongw-<random>.tmp"), which is synced where the server
-// supports fsync@openssh.com, given its mode, and renamed over the
+// and refuses a destination that is a symlink or not a regular file, or
+// whose directory resolves elsewhere once the temporary file is created (a
+// *PathError; see stillResolves), or that exists without req.Overwrite (an
+// *ExistsError). The content goes to a temporary file in the same
+// directory (".<base>.actiongw-<random>.tmp"), which is synced where the
+// server supports fsync@openssh.com, given its mode, and renamed over the
 // destination: the destination is never half-written. With Overwrite the
 // rename is atomic where the server supports posix-rename@openssh.com;
 // elsewhere the old file is removed first, so the destination is missing
@@ -458,7 +504,10 @@ func (s *sftpSession) write(ctx context.Context, tmp string, req UploadRequest) 
 	if m.r == nil {
 		m.r = strings.NewReader("")
 	}
-	err = s.fill(ctx, f, m, req)
+	err = s.stillResolves(ctx, path.Dir(tmp))
+	if err == nil {
+		err = s.fill(ctx, f, m, req)
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = s.failed(ctx, "close "+tmp, cerr)
 	}
