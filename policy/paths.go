@@ -18,7 +18,8 @@ type Paths struct {
 	// file transfers off: a target whose commands are restricted must not
 	// get every file (~/.bashrc, authorized_keys) by default.
 	Allow []string
-	// Deny lists paths refused whatever Allow says.
+	// Deny lists paths refused whatever Allow says, with everything under
+	// them: a denied directory ("/home/u/.ssh") denies its files.
 	Deny []string
 }
 
@@ -79,7 +80,7 @@ func (p *Paths) Check(pth string) error {
 		return &DeniedError{Target: p.Target, Rule: "paths", Reason: fmt.Sprintf("the target's path rules are invalid, so every path is denied: %v", err)}
 	}
 	for i, pat := range p.Deny {
-		if MatchPath(pat, pth) {
+		if matchesOrIsUnder(pat, pth) {
 			return &DeniedError{Target: p.Target, Rule: fmt.Sprintf("deny_paths[%d] %q", i, pat),
 				Reason: fmt.Sprintf("path %s matches a deny pattern", pth)}
 		}
@@ -95,4 +96,18 @@ func (p *Paths) Check(pth string) error {
 	}
 	return &DeniedError{Target: p.Target, Rule: fmt.Sprintf("allow_paths %q", p.Allow),
 		Reason: fmt.Sprintf("path %s matches no allowed pattern", pth)}
+}
+
+// matchesOrIsUnder reports whether pat matches the absolute, clean path p
+// or a directory above it.
+func matchesOrIsUnder(pat, p string) bool {
+	for {
+		if MatchPath(pat, p) {
+			return true
+		}
+		if p == "/" {
+			return false
+		}
+		p = path.Dir(p)
+	}
 }

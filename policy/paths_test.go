@@ -32,6 +32,11 @@ func TestPaths(t *testing.T) {
 		{"deny dir itself", all, []string{"/srv/app/secrets/**"}, "/srv/app/secrets", `deny_paths[0] "/srv/app/secrets/**"`},
 		{"deny under allow all", all, []string{"/etc/shadow"}, "/etc/shadow", `deny_paths[0] "/etc/shadow"`},
 		{"deny exact leaves siblings", all, []string{"/etc/shadow"}, "/etc/shadow-", ""},
+		// A denied directory denies what is under it: "/home/u/.ssh"
+		// must not leave its keys to be downloaded.
+		{"deny dir covers its files", all, []string{"/home/u/.ssh"}, "/home/u/.ssh/id_ed25519", `deny_paths[0] "/home/u/.ssh"`},
+		{"deny segment wildcard covers below", all, []string{"/home/*/.ssh"}, "/home/u/.ssh/keys/id_rsa", `deny_paths[0] "/home/*/.ssh"`},
+		{"deny dir leaves its parent", all, []string{"/home/u/.ssh"}, "/home/u", ""},
 		{"root allow", []string{"/**"}, nil, "/", ""},
 		{"invalid deny fails closed", nil, []string{"/etc/*.key"}, "/srv/x", "paths"},
 		{"invalid allow fails closed", []string{"srv/**"}, nil, "/srv/x", "paths"},
