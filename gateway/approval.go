@@ -164,6 +164,12 @@ func (e *withdrawnError) Error() string {
 	return "the call ended while the person at the client was asked: " + e.err.Error()
 }
 
+// shownAction reports whether an approval is a person's answer to a
+// question that showed the action itself, in this call.
+func shownAction(a audit.Approval) bool {
+	return a.Asked != string(AskedHostKey) && a.Answer != recordRemembered
+}
+
 // approve asks q for the action a under the state s and records the
 // answer in a's intent. It returns nil when the action may run,
 // ErrAskLater, a *policy.DeniedError when the person (or the lack of one)

@@ -21,10 +21,19 @@ type learned struct {
 }
 
 // publishRedactor makes the redactor know known (the keyring's secrets)
-// and everything learned at run time.
+// and everything learned at run time. The same secrets again (a reload
+// that changed none, or the keyring read again every secretRetry while a
+// secret fails to load) keep the redactor in effect: each new one is a
+// stage of every running action's streams (followRedactor) for the rest
+// of its life.
 func (g *Gateway) publishRedactor(known []redact.Secret) error {
 	g.redMu.Lock()
 	defer g.redMu.Unlock()
+	if g.red.Load() != nil && slices.EqualFunc(known, g.redKnown, func(a, b redact.Secret) bool {
+		return a.Name == b.Name && string(a.Value) == string(b.Value) && a.KnownStart == b.KnownStart
+	}) {
+		return nil
+	}
 	red, err := redact.New(append(slices.Clone(known), secretsOf(g.learned)...))
 	if err != nil {
 		return err

@@ -2,10 +2,14 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -70,5 +74,64 @@ func TestQueuedCallMeetsReload(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the queued command ran under the rules the reload replaced")
+	}
+}
+
+// TestQueuedRememberedCallMeetsReload: a call that an approve_for
+// remembered (no person saw it) and that waits for its endpoint's slot
+// while a reload denies its method is refused like any other: the reload
+// ends what a remembered answer covers (its key names the state).
+func TestQueuedRememberedCallMeetsReload(t *testing.T) {
+	f := newFixture(t)
+	f.toml = strings.Replace(f.toml, `queue_wait = "300ms"`, `queue_wait = "120s"`, 1)
+	var released atomic.Int32
+	hold := make(chan struct{})
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-hold
+			return
+		}
+		released.Add(1)
+	}))
+	t.Cleanup(api.Close)
+	t.Cleanup(func() { close(hold) })
+	endpoint := func(methods string) string {
+		return fmt.Sprintf("[http.deploy]\nbase_url = %q\nmethods = %s\napprove_methods = %[2]s\nmax_concurrent = 1\nallow_private = true\n[approval]\nremember = \"10m\"\n", api.URL, methods)
+	}
+	watch := &queueWatch{Handler: slog.DiscardHandler, queued: make(chan struct{})}
+	gw := New(context.Background(), Options{Config: f.reparse(t, endpoint(`["POST"]`)), Secrets: f.store, Logger: slog.New(watch)})
+	t.Cleanup(func() { gw.Close() })
+	ctx := WithApprover(context.Background(), approverFunc(func(context.Context, *Question) (Answer, time.Duration, error) {
+		return AnswerApproveFor, time.Hour, nil
+	}))
+	release := HTTPRequestInput{Endpoint: "deploy", Method: "POST", Path: "/release"}
+	if r := gw.HTTPRequest(ctx, release, nil); r.IsError || released.Load() != 1 {
+		t.Fatalf("the first, approved, request: %s", r.Text)
+	}
+	zero := 0.0
+	r := gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "deploy", Method: "POST", Path: "/hold", WaitS: &zero}, nil)
+	busy, ok := r.Structured.(*HTTPRequestOutput)
+	if r.IsError || !ok || busy.Status != StatusRunning {
+		t.Fatalf("the call that holds the slot: %s", r.Text)
+	}
+	nobody := WithApprover(context.Background(), approverFunc(func(context.Context, *Question) (Answer, time.Duration, error) {
+		t.Error("the remembered request was asked about")
+		return AnswerDecline, 0, nil
+	}))
+	second := make(chan *ToolResult, 1)
+	go func() { second <- gw.HTTPRequest(nobody, release, nil) }()
+	select {
+	case <-watch.queued:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the second call did not queue for the slot within 60 s")
+	}
+	if err := gw.Reload(context.Background(), f.reparse(t, endpoint(`["GET"]`)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := gw.CancelAction(context.Background(), CancelActionInput{Handle: busy.Handle}); !strings.Contains(r.Text, "cancelled") {
+		t.Fatalf("cancel_action: %s", r.Text)
+	}
+	if r := <-second; !r.IsError || released.Load() != 1 {
+		t.Errorf("the queued remembered POST after a reload that allows only GET: %q, sent %d times; want it refused, sent once", r.Text, released.Load())
 	}
 }

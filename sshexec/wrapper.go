@@ -44,7 +44,8 @@ import (
 // write, away from the session, and the command outlived a killed
 // actiongw. A stdin that cannot be staged whole (a full $TMPDIR) fires
 // the switch rather than feed the command part of it, and so does one
-// that stops arriving for the heartbeat deadline (where `timeout` exists).
+// that stops arriving for the heartbeat deadline (where `timeout` exists,
+// and, for a stdin over 256 KiB, head is GNU's).
 // On a pseudo-terminal it is never armed: the command's stdin stays the
 // terminal, and the kernel hangs the session up when sshd closes it.
 
@@ -92,7 +93,9 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 	exec 3<&0
 	(
 		trap '' HUP INT TERM
-		__agw_t=; command -v timeout >/dev/null 2>&1 && __agw_t="timeout @P@"
+		# KILL: the head it runs ignores TERM, as this subshell does,
+		# where timeout execs it (busybox's) rather than fork it.
+		__agw_t=; command -v timeout >/dev/null 2>&1 && __agw_t="timeout -s KILL @P@"
 		if [ -n "$__agw_f" ]; then
 			exec 4>"$__agw_f" # returns once the command opened its end
 			rm -f "$__agw_f"
@@ -103,11 +106,17 @@ printf '\036actiongw-pgid %d %s\n' "$$" "${__agw_a:+armed}" >&2
 				# waits on the open FIFO until the switch stops it. Read
 				# in parts, each within the heartbeat deadline, so that a
 				# network cut (nothing arrives, nothing closes) fires it
-				# too.
-				__agw_n=@N@
+				# too. Only GNU's head reads no more than it was asked
+				# for: busybox's and BSD's read ahead through stdio, and
+				# the next part would miss what they took, so there
+				# stdin is one part, read without a deadline.
+				__agw_n=@N@ __agw_c=262144 __agw_u=$__agw_t
+				if [ $__agw_n -gt $__agw_c ] && ! { head --version 2>/dev/null | grep -q 'GNU coreutils'; }; then
+					__agw_c=$__agw_n __agw_u=
+				fi
 				while [ $__agw_n -gt 0 ]; do
-					__agw_c=262144; [ $__agw_n -lt $__agw_c ] && __agw_c=$__agw_n
-					$__agw_t head -c $__agw_c <&3 >&6 || break
+					[ $__agw_n -lt $__agw_c ] && __agw_c=$__agw_n
+					$__agw_u head -c $__agw_c <&3 >&6 || break
 					__agw_n=$((__agw_n - __agw_c))
 				done
 				[ $__agw_n = 0 ] && [ $(wc -c <&7) = @N@ ] || __agw_b=lost

@@ -219,8 +219,11 @@ func secretPart(v []byte) []byte {
 // and capitals) and a secret, joined by dashes, as Slack's are:
 // xoxb-<team>-<user>-<secret>, xapp-1-<app>-<n>-<secret>. The ids are in
 // API answers and URLs. A passphrase of words does not match: its middle
-// words are not ids.
-var idsThenSecret = regexp.MustCompile(`^[a-z]{3,5}(?:\.[a-z]{3,5})?(?:-[0-9A-Z]+)+-([0-9A-Za-z]{8,})$`)
+// words are not ids. Nor does a password of that shape with a short last
+// part ("admin-2024-Welcome123"): its start is no public id, and the end
+// rule on the last part alone (8 bytes at least) would let a cut output
+// show all but 7 of its characters. Slack's secrets are 24 characters.
+var idsThenSecret = regexp.MustCompile(`^[a-z]{3,5}(?:\.[a-z]{3,5})?(?:-[0-9A-Z]+)+-([0-9A-Za-z]{16,})$`)
 
 // jwtSignature returns the signature of a JWT, the last of its 3 (or,
 // encrypted, 5) dot-separated parts, or nil when v is no JWT or its

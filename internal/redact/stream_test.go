@@ -413,3 +413,20 @@ func TestHeldIsFirstUndecided(t *testing.T) {
 		}
 	}
 }
+
+// TestIDsThenSecretNeedsALongSecret: a password shaped like a token of
+// ids ("admin-2024-Welcome123") is no such token: its "ids" are not
+// public, and its short last part, alone under the end rule (8 bytes at
+// least), would let a cut output show all of it but 3 characters. It
+// keeps the end rule on the whole of it.
+func TestIDsThenSecretNeedsALongSecret(t *testing.T) {
+	const password = "admin-2024-Welcome123"
+	r, err := New([]Secret{{Name: "db", Value: []byte(password)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := "p=" + password[:len(password)-3]
+	if got := string(r.Redact([]byte(in))); got != "p=[REDACTED:db]" {
+		t.Errorf("Redact(%q) = %q; want the cut password redacted", in, got)
+	}
+}
