@@ -12,15 +12,16 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 // busyboxPath is a directory whose every tool the wrapper uses is
-// busybox's (Alpine, OpenWrt), or it skips: busybox is not a
-// prerequisite of the suite.
+// busybox's (Alpine, OpenWrt).
 func busyboxPath(t *testing.T) string {
 	bb, err := exec.LookPath("busybox")
 	if err != nil {
-		t.Skip("no busybox")
+		testenv.Missing(t, "busybox", "install busybox-static (apt-get install busybox-static), "+testenv.Setup)
 	}
 	dir := t.TempDir()
 	for _, tool := range []string{"sh", "head", "wc", "timeout", "mkfifo", "mktemp", "cat", "rm", "kill", "sleep", "grep", "sed", "ps", "awk", "tr"} {
