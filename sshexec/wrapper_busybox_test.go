@@ -65,20 +65,10 @@ func startBusyboxWrapper(t *testing.T, req *Request, deadline time.Duration) (w 
 // drained waits until the wrapper has read all that is in the pipe, so
 // that each write is one read of its own, as a network delivers it.
 func drained(t *testing.T, w *os.File) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.WaitFor(t, 30*time.Second, "the wrapper to read what was written", func() bool {
 		n, err := unix.IoctlGetInt(int(w.Fd()), unix.TIOCINQ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the wrapper left %d bytes unread for 30 s", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return err != nil || n == 0
+	})
 }
 
 // TestWrapperStdinBusybox: on a host whose tools are busybox's, a stdin
@@ -96,7 +86,7 @@ func TestWrapperStdinBusybox(t *testing.T) {
 		}
 		w, done, werr := startBusyboxWrapper(t, &Request{Command: "cat > " + filepath.Join(dir, "got"), Stdin: stdin}, 2*time.Second)
 		for rest := stdin; len(rest) > 0; {
-			part := rest[:min(1000, len(rest))]
+			part := rest[:min(2000, len(rest))]
 			if _, err := w.Write(part); err != nil {
 				t.Fatal(err)
 			}
