@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -275,14 +276,14 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		releases = append(releases, releaseServer)
 	}
 
-	// A call that waited for a slot and meets a reloaded configuration is
-	// refused: it was decided under rules no longer in effect, which may
+	// A call that waited for a slot and meets a reloaded configuration
+	// that differs (not the same file saved again) is refused: it was decided under rules no longer in effect, which may
 	// deny it now, or send it elsewhere. The agent calls again, under the
 	// new ones. One a person was asked about runs as the person saw it
 	// and answered; not one a remembered answer let through (the reload
 	// ends those: their keys name the state) or whose person was shown
 	// only a host key.
-	if g.state().cfg != s.cfg && !slices.ContainsFunc(intent.Approvals, shownAction) {
+	if cur := g.state().cfg; cur != s.cfg && !reflect.DeepEqual(cur, s.cfg) && !slices.ContainsFunc(intent.Approvals, shownAction) {
 		defer undo()
 		err := &policy.DeniedError{Target: intent.Target, Rule: "reload",
 			Reason: "the configuration was reloaded while this call waited; call again to run under the rules now in effect"}

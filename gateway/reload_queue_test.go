@@ -36,44 +36,58 @@ func (h *queueWatch) Handle(_ context.Context, r slog.Record) error {
 
 // TestQueuedCallMeetsReload: a call that waits for its target's slot
 // while a reload denies its command is refused when the slot frees, and
-// nothing runs: it was decided under rules no longer in effect.
+// nothing runs: it was decided under rules no longer in effect. A reload
+// that changed nothing (a file saved as it was) refuses nothing.
 func TestQueuedCallMeetsReload(t *testing.T) {
 	f := newFixture(t)
 	toml := strings.Replace(f.toml, `queue_wait = "300ms"`, `queue_wait = "120s"`, 1)
-	f.toml = toml
-	watch := &queueWatch{Handler: slog.DiscardHandler, queued: make(chan struct{})}
-	gw := New(context.Background(), Options{Config: f.reparse(t, ""), Secrets: f.store, Logger: slog.New(watch)})
-	t.Cleanup(func() { gw.Close() })
-	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		reload string
+		runs   bool
+	}{
+		{"denies it", strings.Replace(toml, `max_concurrent = 1`, "max_concurrent = 1\ndeny_commands = [\"touch\"]", 1), false},
+		{"changes nothing", toml, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.toml = toml
+			watch := &queueWatch{Handler: slog.DiscardHandler, queued: make(chan struct{})}
+			gw := New(context.Background(), Options{Config: f.reparse(t, ""), Secrets: f.store, Logger: slog.New(watch)})
+			t.Cleanup(func() { gw.Close() })
+			ctx := context.Background()
 
-	zero := 0.0
-	r := gw.SSHExec(ctx, SSHExecInput{Target: "single", Command: "sleep 300", WaitS: &zero}, nil)
-	busy, ok := r.Structured.(*SSHExecOutput)
-	if r.IsError || !ok || busy.Status != StatusRunning {
-		t.Fatalf("the call that holds the slot: %s", r.Text)
-	}
-	marker := filepath.Join(t.TempDir(), "ran")
-	second := make(chan *ToolResult, 1)
-	go func() { second <- gw.SSHExec(ctx, SSHExecInput{Target: "single", Command: "touch " + marker}, nil) }()
-	select {
-	case <-watch.queued:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the second call did not queue for the slot within 60 s")
-	}
-	tightened := strings.Replace(toml, `max_concurrent = 1`, "max_concurrent = 1\ndeny_commands = [\"touch\"]", 1)
-	f.toml = tightened
-	if err := gw.Reload(ctx, f.reparse(t, ""), nil); err != nil {
-		t.Fatal(err)
-	}
-	if r := gw.CancelAction(ctx, CancelActionInput{Handle: busy.Handle}); !strings.Contains(r.Text, "cancelled") {
-		t.Fatalf("cancel_action: %s", r.Text)
-	}
-	r = <-second
-	if !r.IsError || !strings.Contains(r.Text, "reloaded while this call waited") {
-		t.Errorf("the queued call after a reload that denies it: %q; want it refused", r.Text)
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Errorf("the queued command ran under the rules the reload replaced")
+			zero := 0.0
+			r := gw.SSHExec(ctx, SSHExecInput{Target: "single", Command: "sleep 300", WaitS: &zero}, nil)
+			busy, ok := r.Structured.(*SSHExecOutput)
+			if r.IsError || !ok || busy.Status != StatusRunning {
+				t.Fatalf("the call that holds the slot: %s", r.Text)
+			}
+			marker := filepath.Join(t.TempDir(), "ran")
+			second := make(chan *ToolResult, 1)
+			go func() { second <- gw.SSHExec(ctx, SSHExecInput{Target: "single", Command: "touch " + marker}, nil) }()
+			select {
+			case <-watch.queued:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the second call did not queue for the slot within 60 s")
+			}
+			f.toml = tc.reload
+			if err := gw.Reload(ctx, f.reparse(t, ""), nil); err != nil {
+				t.Fatal(err)
+			}
+			if r := gw.CancelAction(ctx, CancelActionInput{Handle: busy.Handle}); !strings.Contains(r.Text, "cancelled") {
+				t.Fatalf("cancel_action: %s", r.Text)
+			}
+			r = <-second
+			_, err := os.Stat(marker)
+			switch {
+			case tc.runs && (r.IsError || err != nil):
+				t.Errorf("the queued call after a reload that changed nothing: %q (marker: %v); want it run", r.Text, err)
+			case !tc.runs && (!r.IsError || !strings.Contains(r.Text, "reloaded while this call waited")):
+				t.Errorf("the queued call after a reload that denies it: %q; want it refused", r.Text)
+			case !tc.runs && err == nil:
+				t.Errorf("the queued command ran under the rules the reload replaced")
+			}
+		})
 	}
 }
 
