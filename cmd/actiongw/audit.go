@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,8 +202,8 @@ func formatAuditRecord(r *audit.Record) string {
 	if r.HTTPStatus != 0 {
 		fmt.Fprintf(&b, " http=%d", r.HTTPStatus)
 	}
-	for name, s := range r.Streams {
-		fmt.Fprintf(&b, " %s=%dB", name, s.Bytes)
+	for _, name := range slices.Sorted(maps.Keys(r.Streams)) {
+		fmt.Fprintf(&b, " %s=%dB", name, r.Streams[name].Bytes)
 	}
 	if r.Kind == audit.KindOutcome {
 		fmt.Fprintf(&b, " %dms", r.DurationMS)

@@ -59,3 +59,15 @@ func TestAuditTailDrawsEveryCharacter(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditTailStreamOrder: an outcome's streams are printed in name
+// order, so two lines of the same outcome read the same.
+func TestAuditTailStreamOrder(t *testing.T) {
+	r := &audit.Record{Kind: audit.KindOutcome, Tool: "ssh_exec", Target: "box",
+		Streams: map[string]audit.Stream{"stdout": {Bytes: 3}, "stderr": {Bytes: 2}, "body": {Bytes: 1}}}
+	for range 20 {
+		if line := formatAuditRecord(r); !strings.Contains(line, " body=1B stderr=2B stdout=3B") {
+			t.Fatalf("formatAuditRecord = %q; want the streams in name order", line)
+		}
+	}
+}
