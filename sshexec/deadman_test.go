@@ -178,6 +178,16 @@ func startRemote(t *testing.T, p *Pool, tg *Target, dir string, req Request) (in
 	return sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second), done
 }
 
+// clientLosses are the ways the network takes a client away: closing
+// its connection, or cutting it (nothing arrives and nothing closes).
+var clientLosses = []struct {
+	name string
+	drop func(*proxy)
+}{
+	{"connection closed", (*proxy).kill},
+	{"network cut", (*proxy).cut},
+}
+
 // TestDeadManSwitch takes the network away from a client while a silent
 // and a noisy command run, one that leaves more stdin unread than a pipe
 // holds, and one whose call sets IFS to the digits (which, set before the
@@ -187,13 +197,7 @@ func startRemote(t *testing.T, p *Pool, tg *Target, dir string, req Request) (in
 // stop the commands, and it must, within its heartbeat deadline.
 func TestDeadManSwitch(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
-	for _, tc := range []struct {
-		name string
-		drop func(*proxy)
-	}{
-		{"connection closed", (*proxy).kill},
-		{"network cut", (*proxy).cut},
-	} {
+	for _, tc := range clientLosses {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t)
 			tg, px := viaProxy(t, s)
@@ -226,13 +230,7 @@ func TestDeadManSwitch(t *testing.T) {
 // and is stopped within the heartbeat deadline, not when TCP gives up.
 func TestDeadManStdinAllOrNothing(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
-	for _, tc := range []struct {
-		name string
-		drop func(*proxy)
-	}{
-		{"connection closed", (*proxy).kill},
-		{"network cut", (*proxy).cut},
-	} {
+	for _, tc := range clientLosses {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t)
 			tg, px := viaProxy(t, s)
