@@ -47,6 +47,9 @@ func TestJumpOnly(t *testing.T) {
 			t.Errorf("%s on the bastion: %q; want it refused as a jump host only", name, r.Text)
 		}
 	}
+	if r := gw.SSHExec(ctx, SSHExecInput{Target: "nosuch", Command: "id"}, nil); !r.IsError || strings.Contains(r.Text, "bastion") {
+		t.Errorf("ssh_exec on an unknown target: %q; want the targets listed without the bastion", r.Text)
+	}
 	r = gw.SSHExecMany(ctx, SSHExecManyInput{Targets: []string{"*"}, Command: "true"}, nil)
 	if out, ok := r.Structured.(*SSHExecManyOutput); r.IsError || !ok || out.Summary.Targets != 1 || out.Handles["web"] == "" {
 		t.Errorf("ssh_exec_many on *: %s; want web alone", r.Text)

@@ -167,7 +167,8 @@ func (g *Gateway) sshTarget(ctx context.Context, name string) (*state, *sshTarge
 	}
 	if !ok {
 		_, isHTTP := s.http[name]
-		return nil, nil, g.failure("%s", unknownTarget("SSH target", name, names(s.ssh), isHTTP, "http_request", "endpoint"))
+		known := slices.DeleteFunc(names(s.ssh), func(n string) bool { return s.cfg.SSH[n].JumpOnly }) // as list_targets lists them
+		return nil, nil, g.failure("%s", unknownTarget("SSH target", name, known, isHTTP, "http_request", "endpoint"))
 	}
 	if s.cfg.SSH[name].JumpOnly {
 		return nil, nil, g.failure("SSH target %q is a jump host only (jump_only): other targets connect through it, and no command or file transfer runs on it", name)
