@@ -276,6 +276,13 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		releases = append(releases, releaseServer)
 	}
 
+	// A call cancelled while it queued does not start, even when a slot
+	// came free at the same moment (take prefers a free slot to a wait
+	// that ended).
+	if ctx.Err() != nil {
+		defer undo()
+		return nil, nil, g.notStarted(ctx, c, intent, context.Cause(ctx)), nil
+	}
 	// A call that waited for a slot and meets a reloaded configuration
 	// that differs (not the same file saved again) is refused: it was decided under rules no longer in effect, which may
 	// deny it now, or send it elsewhere. The agent calls again, under the

@@ -149,3 +149,21 @@ func TestQueuedRememberedCallMeetsReload(t *testing.T) {
 		t.Errorf("the queued remembered POST after a reload that allows only GET: %q, sent %d times; want it refused, sent once", r.Text, released.Load())
 	}
 }
+
+// TestCancelledCallDoesNotStart: a call whose client cancelled it before
+// it took its slots does not start, even with every slot free: it is
+// audited as a call that did not start, and nothing is sent.
+func TestCancelledCallDoesNotStart(t *testing.T) {
+	f := newFixture(t)
+	var hits atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(api.Close)
+	gw := New(context.Background(), Options{Config: f.reparse(t, fmt.Sprintf("[http.plain]\nbase_url = %q\nallow_private = true\n", api.URL)), Secrets: f.store})
+	t.Cleanup(func() { gw.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "plain", Method: "GET", Path: "/x"}, nil)
+	if !r.IsError || !strings.Contains(r.Text, "did not start") || hits.Load() != 0 {
+		t.Errorf("a call cancelled before it started: %q, %d requests sent; want it not started, none sent", r.Text, hits.Load())
+	}
+}

@@ -914,9 +914,11 @@ func (g *gateServed) cancelQueued(t *testing.T, tool string) {
 		fillers = append(fillers, c)
 	}
 	victim := g.producer(t, tool, "quick")
+	// stderr keeps what earlier calls logged: the victim's wait is one more.
+	waits := strings.Count(g.stderr.String(), "waiting for a slot")
 	p := g.start(t, victim, nil)
 	testenv.WaitFor(t, 20*time.Second, "the call to wait for a slot", func() bool {
-		return strings.Contains(g.stderr.String(), "waiting for a slot")
+		return strings.Count(g.stderr.String(), "waiting for a slot") > waits
 	})
 	if h := g.health(t); h.ActiveActions != gateSlots {
 		t.Fatalf("%d actions running; want the %d fillers only", h.ActiveActions, gateSlots)
