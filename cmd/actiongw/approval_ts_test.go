@@ -95,6 +95,13 @@ func tsClient(t *testing.T, s *served, nodePath, cfgPath string, answers []any, 
 	if len(run.results) != len(calls) {
 		t.Fatalf("elicit-client printed %d results for %d calls:\n%s\nstderr:\n%s", len(run.results), len(calls), out, stderr)
 	}
+	// serve's log (its stderr, which the client passes on) says why a
+	// result is not what the test wants: a keyring it could not read.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("elicit-client's stderr, with serve's log (its end):\n%s", stderr[max(0, len(stderr)-8<<10):])
+		}
+	})
 	return run
 }
 
