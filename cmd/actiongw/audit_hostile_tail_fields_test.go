@@ -3,8 +3,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -22,22 +20,8 @@ import (
 // is on its line, quoted.
 func TestHostileAuditTailWhatRan(t *testing.T) {
 	user, password := sshtest.EnableSudo(t)
-	s := startServedWith(t, servedOptions{tables: fmt.Sprintf(`
-[ssh.root]
-host = "127.0.0.1"
-port = @PORT@
-user = %q
-key_secret = "box-key"
-known_hosts = "@KNOWN_HOSTS@"
-allow_sudo = true
-sudo_secret = "sudo-pw-tail"
-allow_env = ["LD_PRELOAD"]
-`, user)})
-	ctx := context.Background()
-	if err := s.keyring.Set(ctx, "sudo-pw-tail", password); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.keyring.Delete(ctx, "sudo-pw-tail") })
+	s := startServedWith(t, servedOptions{tables: sudoTarget("root", user, "sudo-pw-tail", `allow_env = ["LD_PRELOAD"]`)})
+	s.setSecret(t, "sudo-pw-tail", password)
 	until(t, s.client, "the sudo secret to load", "ssh_exec",
 		map[string]any{"target": "root", "command": "id -u", "sudo": true, "cwd": "/tmp", "env": map[string]string{"LD_PRELOAD": "/tmp/x.so\nfake"}},
 		func(r *mcp.CallToolResult) bool { return !strings.Contains(resultText(r), "not in the keyring") })

@@ -22,31 +22,10 @@ import (
 // wrong password is said plainly.
 func TestServeSudo(t *testing.T) {
 	user, password := sshtest.EnableSudo(t)
-	s := startServedWith(t, servedOptions{tables: fmt.Sprintf(`
-[ssh.root]
-host = "127.0.0.1"
-port = @PORT@
-user = %q
-key_secret = "box-key"
-known_hosts = "@KNOWN_HOSTS@"
-allow_sudo = true
-sudo_secret = "sudo-pw"
-[ssh.wrongpw]
-host = "127.0.0.1"
-port = @PORT@
-user = %q
-key_secret = "box-key"
-known_hosts = "@KNOWN_HOSTS@"
-allow_sudo = true
-sudo_secret = "sudo-wrong"
-`, user, user)})
+	s := startServedWith(t, servedOptions{tables: sudoTarget("root", user, "sudo-pw", "") + sudoTarget("wrongpw", user, "sudo-wrong", "")})
 	ctx := context.Background()
-	for name, v := range map[string][]byte{"sudo-pw": password, "sudo-wrong": []byte("wrong-password-1")} {
-		if err := s.keyring.Set(ctx, name, v); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.keyring.Delete(ctx, name) })
-	}
+	s.setSecret(t, "sudo-pw", password)
+	s.setSecret(t, "sudo-wrong", []byte("wrong-password-1"))
 	// Loaded by the next call that needs them.
 	r := until(t, s.client, "the sudo secret to load", "ssh_exec", map[string]any{"target": "root", "command": "id -u", "sudo": true},
 		func(r *mcp.CallToolResult) bool { return !strings.Contains(resultText(r), "not in the keyring") })
@@ -80,4 +59,21 @@ sudo_secret = "sudo-wrong"
 	}
 	s.client.Close()
 	s.assertNoSecretIn(t, string(password))
+}
+
+// sudoTarget is the table of an SSH target name on the test sshd that
+// logs in as user and may use sudo with the keyring item secret, then
+// extra lines.
+func sudoTarget(name, user, secret, extra string) string {
+	return fmt.Sprintf("[ssh.%s]\nhost = \"127.0.0.1\"\nport = @PORT@\nuser = %q\nkey_secret = \"box-key\"\nknown_hosts = \"@KNOWN_HOSTS@\"\nallow_sudo = true\nsudo_secret = %q\n%s\n",
+		name, user, secret, extra)
+}
+
+// setSecret stores v under name in serve's keyring until the test ends.
+func (s *served) setSecret(t *testing.T, name string, v []byte) {
+	t.Helper()
+	if err := s.keyring.Set(context.Background(), name, v); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.keyring.Delete(context.Background(), name) })
 }
