@@ -401,10 +401,9 @@ func TestLearnedTokensKeptUntilExpiry(t *testing.T) {
 
 // TestJWTClaimsAreNoOracle: an access token that is a JWT begins with a
 // header and claims an agent can know or guess (algorithm, issuer,
-// audience, client, times): often more than half of the token. The end
-// rule (the start of a secret at the end of the output is replaced when
-// it is half the secret) must not count them, or an echo of them and one
-// guessed character is replaced exactly when it is the signature's first.
+// audience, client, times): often more than half of the token. An echo of
+// them and one guessed character must come back as it was sent, right
+// guess or wrong; only the whole token is replaced.
 func TestJWTClaimsAreNoOracle(t *testing.T) {
 	s := newOAuthServer(t, 3600)
 	s.claims = `{"iss":"https://idp.example/","sub":"actiongw-client@clients","aud":"https://api.example/","iat":1764550000,"exp":1764553600,"scope":"read write:items","gty":"client-credentials"}`
@@ -431,7 +430,10 @@ func TestJWTClaimsAreNoOracle(t *testing.T) {
 			t.Errorf("the echo of the token's header, claims and %q came back as %q: the redactor told the signature's first character", c, got)
 		}
 	}
-	if got := g.gw.red.Load().RedactString("x " + token[:len(token)-1]); !strings.Contains(got, "[REDACTED:api.access_token]") {
-		t.Errorf("the token less its last character came back as %q; want its signature redacted", got)
+	if got := g.gw.red.Load().RedactString("x " + token[:len(token)-1]); got != "x "+token[:len(token)-1] {
+		t.Errorf("the token less its last character came back as %q; want it as it was", got)
+	}
+	if got := g.gw.red.Load().RedactString("x " + token); got != "x [REDACTED:api.access_token]" {
+		t.Errorf("the token came back as %q; want it redacted", got)
 	}
 }

@@ -170,13 +170,13 @@ client_key_secret = "client-key"
 	return gw, keyPEM
 }
 
-// TestPEMKeyLineIsNoOracle: a private key is redacted line by line too,
-// and a line may begin with bytes every such key has. A P-256 key in
-// PKCS #8 (what openssl and Go write for an mTLS client key) has 48 of
-// the 64 characters of its first line in common with every other: the
-// end rule, taking them for half the line, would replace them and one
-// guessed character exactly when the guess is right, and give 12 bytes
-// of the private key away to an agent that has its guesses echoed.
+// TestPEMKeyLineIsNoOracle: a private key is redacted whole, and its
+// lines begin with bytes every such key has: a P-256 key in PKCS #8
+// (what openssl and Go write for an mTLS client key) has 48 of the 64
+// characters of its first line in common with every other. Neither those
+// and one guessed character, nor a whole line, may come back otherwise
+// than they were sent: a redactor that replaced them told a right guess,
+// and gave away 12 bytes of the private key a line at a time.
 func TestPEMKeyLineIsNoOracle(t *testing.T) {
 	gw, keyPEM := mtlsEcho(t, "", "", "")
 
@@ -192,8 +192,11 @@ func TestPEMKeyLineIsNoOracle(t *testing.T) {
 			t.Errorf("the echo of %q came back as %q: the redactor told the first private character of the key's line", guess, got)
 		}
 	}
-	if got, _ := echo(t, gw, "mtls", "key: "+line); got != "key: [REDACTED:client-key]" {
-		t.Errorf("the echo of the key's whole line came back as %q; want it redacted", got)
+	if got, _ := echo(t, gw, "mtls", "key: "+line); got != "key: "+line {
+		t.Errorf("the echo of the key's first line came back as %q; want it as it was sent", got)
+	}
+	if got, _ := echo(t, gw, "mtls", "key: "+string(keyPEM)); got != "key: [REDACTED:client-key]" {
+		t.Errorf("the echo of the whole key came back as %q; want it redacted", got)
 	}
 }
 

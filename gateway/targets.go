@@ -96,7 +96,7 @@ func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log
 	}
 	for _, e := range cfg.HTTP {
 		if v, ok := values[e.PasswordSecret]; ok && e.Auth == "basic" {
-			known = append(known, redact.Secret{Name: e.PasswordSecret, Value: []byte(e.User + ":" + string(v.Reveal())), KnownStart: true})
+			known = append(known, redact.Secret{Name: e.PasswordSecret, Value: []byte(e.User + ":" + string(v.Reveal()))})
 		}
 	}
 	tg = &targets{ssh: map[string]*sshTarget{}, http: map[string]*httpEndpoint{}}

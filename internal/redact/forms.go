@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"net/url"
@@ -10,119 +11,144 @@ import (
 	"unicode/utf8"
 )
 
-// lineMinLen is the shortest line of a multi-line secret that is redacted
-// on its own. A PEM body line is 64 (RFC 7468) or 70 (OpenSSH) characters,
-// so only a key's short last line may fall below it, and that line holds
-// at most 14 bytes of key material, of no use without the hidden lines.
-// 20 random base64 characters are 120 bits: no other output holds them by
-// chance. Shorter lines are the ones most likely to be ordinary text
-// ("-----END", "}", "kind: Config"), whose marker would mangle other
-// output, and short patterns narrow the scan's stride for every secret.
-const lineMinLen = 20
-
 // Forms returns every pattern one secret value yields, sorted, each at
-// least MinSecretLen bytes long; nil for a value shorter than
-// MinSecretLen.
+// least MinSecretLen bytes long and as the redactor matches it: without
+// the line breaks between base64 characters (see join.go); nil for a
+// value shorter than MinSecretLen.
 //
 // The value is taken as it is, without trailing line ends (what
 // `$(cat file)` or `head -c -1` give), and, if it has several lines, with
-// LF and with CRLF line ends. Each of those gives a pattern raw and one in
-// every encoding (JSON string escapes, URL escapes, hex in both cases,
-// base64 and base64url at every alignment inside longer data), and the
-// lines of its base64 wrapped at 76 (base64(1), MIME) and 64 (openssl)
-// columns. A value of several lines adds each line (spaces trimmed) of at
-// least lineMinLen bytes, raw and in every encoding, except armour lines
-// ("-----BEGIN …", "---- BEGIN SSH2 …"), which are public.
+// LF and with CRLF line ends. Each PEM or SSH2 block in it (a private
+// key, a certificate of a bundle) is taken alone too, with its armour and
+// as its bare body, the base64 between the armour lines, which is what
+// `grep -v -- -----` of a key file gives. Each of those gives a pattern
+// raw and one in every encoding: JSON string escapes, URL escapes, hex in
+// both cases, base64 and base64url at every alignment inside longer data.
+// With line breaks between base64 characters left out of the match, these
+// cover the encodings wrapped at any width too.
+//
+// Every pattern begins with the first 3 bytes of the value or of a
+// block's body (which are the same for every key of a kind): a part of a
+// value, such as one line of a key, is not a pattern of its own. A
+// redactor that replaced parts would tell, by whether it replaced them,
+// whether a guess of a part was right, and so the whole part by part.
 func Forms(value []byte) []string {
+	var texts []string
+	for _, f := range forms(value) {
+		texts = append(texts, f.text)
+	}
+	return texts
+}
+
+// form is a pattern and how many bytes a stream holds back from where its
+// first bytes begin (see head): a bound of its length that depends on
+// the length of the value it encodes alone. Escapes make a value's JSON
+// up to 6 times as long (\u00XX for a byte) and its URL escapes 3 times,
+// by how many of its bytes they escape; a hold as long as the pattern
+// would tell that.
+type form struct {
+	text string
+	hold int
+}
+
+// forms is Forms with the holds, sorted by text; a text two values give
+// keeps the longer hold.
+func forms(value []byte) []form {
 	if len(value) < MinSecretLen {
 		return nil
 	}
-	var forms []string
-	add := func(fs ...string) {
-		for _, f := range fs {
-			if len(f) >= MinSecretLen {
-				forms = append(forms, f)
+	var out []form
+	add := func(hold int, texts ...string) {
+		for _, t := range texts {
+			// Its first line may begin a line of base64 characters of the
+			// input, or end one of any other bytes (see join.go).
+			for _, pure := range []bool{true, false} {
+				if f := normalize([]byte(t), pure); len(f) >= MinSecretLen {
+					out = append(out, form{string(f), max(hold, len(f))})
+				}
 			}
 		}
 	}
+	for _, v := range wholes(value) {
+		add(6*len(v), string(v))
+		add(6*len(v), jsonForms(v)...)
+		add(6*len(v), urlForms(v)...)
+		// The lengths of these are the value's length's alone.
+		add(0, hex.EncodeToString(v), strings.ToUpper(hex.EncodeToString(v)))
+		add(0, base64Forms(v)...)
+	}
+	slices.SortFunc(out, func(a, b form) int { return cmp.Or(strings.Compare(a.text, b.text), b.hold-a.hold) })
+	return slices.CompactFunc(out, func(a, b form) bool { return a.text == b.text })
+}
+
+// wholes lists the values Forms encodes: the value, without trailing line
+// ends, with LF and with CRLF line ends if it has several lines, and the
+// same for each block in it (see blocks) and its body, and the body's
+// lines joined.
+func wholes(value []byte) [][]byte {
 	trimmed := bytes.TrimRight(value, "\r\n")
-	var wholes [][]byte
-	for _, v := range [][]byte{value, trimmed} {
-		wholes = append(wholes, v)
-		if bytes.ContainsRune(v, '\n') {
-			lf := bytes.ReplaceAll(v, []byte("\r\n"), []byte("\n"))
-			crlf := bytes.ReplaceAll(lf, []byte("\n"), []byte("\r\n"))
-			wholes = append(wholes, lf, crlf)
-		}
-	}
-	slices.SortFunc(wholes, bytes.Compare)
-	for _, v := range slices.CompactFunc(wholes, bytes.Equal) {
-		if len(v) == 0 {
-			continue // line ends alone, trimmed: nothing to encode
-		}
-		add(encodings(v)...)
-		add(wrapped(v)...)
-	}
-	if bytes.ContainsRune(trimmed, '\n') {
-		for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
-			line = bytes.TrimSpace(line)
-			if len(line) >= lineMinLen && !isArmour(line) {
-				add(encodings(line)...)
+	var out [][]byte
+	add := func(v []byte) {
+		for _, v := range [][]byte{v, bytes.TrimRight(v, "\r\n")} {
+			out = append(out, v)
+			if bytes.ContainsRune(v, '\n') {
+				lf := bytes.ReplaceAll(v, []byte("\r\n"), []byte("\n"))
+				out = append(out, lf, bytes.ReplaceAll(lf, []byte("\n"), []byte("\r\n")))
 			}
 		}
 	}
-	slices.Sort(forms)
-	return slices.Compact(forms)
+	add(value)
+	for block, body := range blocks(trimmed) {
+		add(block)
+		add(body)
+		// Its lines joined: the body as one line, or wrapped anew, where
+		// its padding may be a line of its own.
+		joined := bytes.ReplaceAll(bytes.ReplaceAll(body, []byte("\r"), nil), []byte("\n"), nil)
+		out = append(out, bytes.TrimRight(joined, "="))
+	}
+	slices.SortFunc(out, bytes.Compare)
+	out = slices.CompactFunc(out, bytes.Equal)
+	// Line ends alone, trimmed: nothing to encode.
+	return slices.DeleteFunc(out, func(v []byte) bool { return len(v) == 0 })
+}
+
+// blocks yields each PEM (RFC 7468) or SSH2 (RFC 4716) block of v, from
+// its begin line to its end line, and its body: the lines between them as
+// they are (`grep -v -- -----` of a key file), leaving out headers
+// ("Proc-Type: …", "Comment: …", and the lines a header continues on),
+// which say what the block is and are public.
+func blocks(v []byte) func(yield func(block, body []byte) bool) {
+	return func(yield func(block, body []byte) bool) {
+		start := -1
+		var body []byte
+		continued := false
+		for at := 0; at < len(v); {
+			end := at + bytes.IndexByte(v[at:], '\n') + 1
+			if end == at {
+				end = len(v)
+			}
+			line := bytes.TrimSpace(v[at:end])
+			switch {
+			case isArmour(line) && start < 0:
+				start, body, continued = at, nil, false
+			case isArmour(line):
+				if len(body) > 0 && !yield(bytes.TrimRight(v[start:end], "\r\n"), body) {
+					return
+				}
+				start = -1
+			case start >= 0 && (continued || bytes.IndexByte(line, ':') >= 0):
+				continued = bytes.HasSuffix(line, []byte("\\"))
+			case start >= 0 && len(line) > 0:
+				body = append(body, v[at:end]...)
+			}
+			at = end
+		}
+	}
 }
 
 // isArmour reports whether a line, spaces trimmed, is a PEM (RFC 7468) or
 // SSH2 (RFC 4716) armour line, which says what follows and is public.
 func isArmour(line []byte) bool { return bytes.HasPrefix(line, []byte("----")) }
-
-// wrapped returns the lines of v's base64 wrapped at 76 and at 64 columns
-// that are long enough to redact on their own and encode more of v than
-// armour and line ends; nothing if the base64 fits on a line. The last
-// character, which the bytes after v share, is left out.
-func wrapped(v []byte) []string {
-	s := base64.RawStdEncoding.EncodeToString(v)[:8*len(v)/6]
-	// public[i] is set for a byte of an armour line or a line end.
-	public := make([]bool, len(v))
-	for start := 0; start < len(v); {
-		end := start + bytes.IndexByte(v[start:], '\n') + 1
-		if end == start {
-			end = len(v)
-		}
-		armour := isArmour(bytes.TrimSpace(v[start:end]))
-		for i := start; i < end; i++ {
-			public[i] = armour || v[i] == '\r' || v[i] == '\n'
-		}
-		start = end
-	}
-	var lines []string
-	for _, width := range []int{76, 64} {
-		for at := 0; len(s) > width && at < len(s); at += width {
-			line := s[at:min(at+width, len(s))]
-			// width is a multiple of 4: the line encodes whole bytes from
-			// at/4*3 on, and part of the byte its last character ends in.
-			from, to := at/4*3, min(len(v), (6*(at+len(line))+7)/8)
-			if len(line) >= lineMinLen && slices.Contains(public[from:to], false) {
-				lines = append(lines, line)
-			}
-		}
-	}
-	return lines
-}
-
-// encodings lists v raw and in the encodings an agent can have a host
-// print: JSON string escapes, URL escapes, hex and base64.
-func encodings(v []byte) []string {
-	forms := []string{string(v)}
-	forms = append(forms, jsonForms(v)...)
-	forms = append(forms, urlForms(v)...)
-	forms = append(forms, hex.EncodeToString(v), strings.ToUpper(hex.EncodeToString(v)))
-	forms = append(forms, base64Forms(v)...)
-	return forms
-}
 
 // base64Forms lists, for the standard and URL-safe alphabets, the base64 of
 // v alone (unpadded: the padded text contains it) and, for each alignment,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -31,16 +30,19 @@ func (e *ShortSecretError) Error() string {
 // with "[REDACTED:<name>]". It is safe for concurrent use; streaming state
 // lives in the writers it makes.
 //
-// Matching is leftmost-longest: scanning left to right, at each position the
-// longest pattern that starts there is replaced and the scan resumes after
-// it. At the end of the input, bytes that begin a pattern are replaced too
-// when they are at least 8 bytes and half of the shortest pattern they
-// begin (the end rule; not for a Secret with KnownStart or of several
-// lines): what `head -c -1 tokenfile` gives. The streaming writer produces
-// exactly the same output as Redact on the whole input, however the input
-// is split into writes.
+// Matching is leftmost-longest in the view of the input without the line
+// breaks between base64 characters (see join.go): scanning left to right,
+// at each position the longest pattern that starts there is replaced,
+// together with the breaks inside it, and the scan resumes after it. Only
+// whole patterns are replaced: what the output shows never depends on
+// whether its bytes begin a secret. The streaming writer produces exactly
+// the same output as Redact on the whole input, however the input is
+// split into writes.
 type Redactor struct {
-	maxLen int
+	// maxLen is the longest pattern, maxHold the longest hold (see form).
+	maxLen, maxHold int
+	// names are the secrets' names, sorted; see pattern.secret.
+	names []string
 	// filter has one bit per hash of a pattern's first 4 bytes; a clear bit
 	// rules a position out with one load.
 	filter [filterBits / 64]uint64
@@ -64,7 +66,7 @@ type Redactor struct {
 	// out a head with one load (see heldBy).
 	leads [1 << 16 / 64]uint64
 	// pairs has, for each pair of bytes (little-endian), the longest
-	// pattern, up to maxPairLongest, of the heads of 3 bytes that have the
+	// hold, up to maxPairLongest, of the heads of 3 bytes that have the
 	// pair as their first 2 bytes or their last 2 (0: none): held tests
 	// the positions near a write's end by the pairs at every other one.
 	pairs [1 << 16]uint8
@@ -76,9 +78,10 @@ type pattern struct {
 	// order is the pattern's rank in New; of two patterns as long, the
 	// lower rank is the one a prefix of both is reported as.
 	order int
-	// noEnd is set for the forms of a Secret with KnownStart or of
-	// several lines: the end rule does not replace a start of them.
-	noEnd bool
+	// secret is the index of its secret's name in Redactor.names.
+	secret int
+	// hold is how many bytes from its start a stream holds (see form).
+	hold int
 }
 
 // shorter reports whether p is preferred to q as the pattern a prefix
@@ -98,9 +101,6 @@ const (
 	// of its bits, up to 2^maxGramWordsLog (512 KiB); see gramBloom.
 	minGramWordsLog = 12
 	maxGramWordsLog = 16
-	// tailMinLen is the shortest end of an input that is replaced as a
-	// cut-off pattern; see Redactor.
-	tailMinLen = 8
 	// trieDepth bounds the trie: patterns that share their first trieDepth
 	// bytes sit in one node and are told apart by comparison. Few do (the
 	// forms of one multi-line secret), and the bound keeps a long pattern
@@ -119,9 +119,9 @@ type head struct {
 	// shortest is the shortest of them: its marker replaces held bytes
 	// at a cut.
 	shortest *pattern
-	// longest is the length of the longest: bytes that begin with the
-	// head are held until that many have arrived.
-	longest int
+	// hold is the longest hold of them (see form): bytes that begin
+	// with the head are held until that many have arrived.
+	hold int
 }
 
 // headTable holds heads by headKey, by open addressing in a table at
@@ -185,60 +185,6 @@ func headKey(b []byte) uint32 {
 type Secret struct {
 	Name  string
 	Value []byte
-	// KnownStart marks a value that begins with something the agent
-	// knows, such as the user name of the "user:password" that Basic
-	// authentication sends. The end rule (see Redactor) does not apply to
-	// its forms: counting the known start as half of the pattern, the
-	// agent could end its output with it and one guessed character, and
-	// see whether that is replaced. The secret part must be a Secret of
-	// its own, to which the end rule applies. A value of several lines (a
-	// key) is taken as KnownStart: its lines begin with bytes every such
-	// key has (a PKCS #8 P-256 key's first line, 48 of its 64
-	// characters), and a bundle may put a public certificate first. So is
-	// a token whose start is public structure (see secretPart), whose
-	// secret part is added as a secret of its own.
-	KnownStart bool
-}
-
-// secretPart returns the part of a token that is secret when the rest of
-// it is public structure the agent can know or guess, and often more than
-// half of the token: a JWT's signature (see jwtSignature), or the last
-// part of a token of ids (see idsThenSecret). It returns nil for any
-// other value.
-func secretPart(v []byte) []byte {
-	if sig := jwtSignature(v); sig != nil {
-		return sig
-	}
-	if m := idsThenSecret.FindSubmatch(v); m != nil {
-		return m[1]
-	}
-	return nil
-}
-
-// idsThenSecret matches a token made of a short lowercase tag, ids (digits
-// and capitals) and a secret, joined by dashes, as Slack's are:
-// xoxb-<team>-<user>-<secret>, xapp-1-<app>-<n>-<secret>. The ids are in
-// API answers and URLs. A passphrase of words does not match: its middle
-// words are not ids. Nor does a password of that shape with a short last
-// part ("admin-2024-Welcome123"): its start is no public id, and the end
-// rule on the last part alone (8 bytes at least) would let a cut output
-// show all but 7 of its characters. Slack's secrets are 24 characters.
-var idsThenSecret = regexp.MustCompile(`^[a-z]{3,5}(?:\.[a-z]{3,5})?(?:-[0-9A-Z]+)+-([0-9A-Za-z]{16,})$`)
-
-// jwtSignature returns the signature of a JWT, the last of its 3 (or,
-// encrypted, 5) dot-separated parts, or nil when v is no JWT or its
-// signature is too short to redact.
-// A JWT's header and claims are no secret: an agent can know or guess
-// them (algorithm, issuer, audience, subject, scope, times), and they
-// are often more than half of the token. A JWT is told by its header,
-// JSON that begins `{"`: "eyJ" in base64url.
-func jwtSignature(v []byte) []byte {
-	header, rest, _ := bytes.Cut(v, []byte("."))
-	sig := v[bytes.LastIndexByte(v, '.')+1:]
-	if !bytes.Contains(rest, []byte(".")) || !bytes.HasPrefix(header, []byte("eyJ")) || len(sig) < MinSecretLen {
-		return nil
-	}
-	return sig
 }
 
 // New builds a Redactor for secrets; a name may repeat, with several
@@ -248,12 +194,6 @@ func jwtSignature(v []byte) []byte {
 func New(secrets []Secret) (*Redactor, error) {
 	// A form shared by two names is redacted with the first name.
 	secrets = slices.Clone(secrets)
-	for i, sec := range secrets {
-		if part := secretPart(sec.Value); part != nil {
-			secrets[i].KnownStart = true
-			secrets = append(secrets, Secret{Name: sec.Name, Value: part})
-		}
-	}
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
 	r := &Redactor{trie: make(map[uint32]*trieNode)}
 	heads := make(map[uint32]*head)
@@ -264,20 +204,23 @@ func New(secrets []Secret) (*Redactor, error) {
 		if len(sec.Value) < MinSecretLen {
 			return nil, &ShortSecretError{Name: sec.Name}
 		}
+		if len(r.names) == 0 || r.names[len(r.names)-1] != sec.Name {
+			r.names = append(r.names, sec.Name)
+		}
 		repl := []byte("[REDACTED:" + sec.Name + "]")
-		noEnd := sec.KnownStart || bytes.ContainsRune(bytes.TrimRight(sec.Value, "\r\n"), '\n')
-		for _, form := range Forms(sec.Value) {
-			if seen[form] {
+		for _, f := range forms(sec.Value) {
+			if seen[f.text] {
 				continue
 			}
-			seen[form] = true
-			p := &pattern{value: []byte(form), replacement: repl, order: len(patterns), noEnd: noEnd}
+			seen[f.text] = true
+			p := &pattern{value: []byte(f.text), replacement: repl, order: len(patterns), secret: len(r.names) - 1, hold: f.hold}
 			patterns = append(patterns, p)
 			r.insert(p, heads)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
 			r.filter[h/64] |= 1 << (h % 64)
-			r.maxLen = max(r.maxLen, len(form))
-			minLen = min(minLen, len(form))
+			r.maxLen = max(r.maxLen, len(p.value))
+			r.maxHold = max(r.maxHold, p.hold)
+			minLen = min(minLen, len(p.value))
 		}
 	}
 	r.setHeads(heads)
@@ -317,9 +260,6 @@ func New(secrets []Secret) (*Redactor, error) {
 type trieNode struct {
 	ends []*pattern
 	next map[uint32]*trieNode
-	// shortest is the shortest pattern here or below: the one a prefix
-	// that ends inside this node begins.
-	shortest *pattern
 }
 
 func (r *Redactor) insert(p *pattern, heads map[uint32]*head) {
@@ -335,7 +275,7 @@ func (r *Redactor) insert(p *pattern, heads map[uint32]*head) {
 		if p.shorter(h.shortest) {
 			h.shortest = p
 		}
-		h.longest = max(h.longest, len(p.value))
+		h.hold = max(h.hold, p.hold)
 	}
 	key := binary.LittleEndian.Uint32(p.value)
 	n := r.trie[key]
@@ -344,9 +284,6 @@ func (r *Redactor) insert(p *pattern, heads map[uint32]*head) {
 		r.trie[key] = n
 	}
 	for d := 4; d < trieDepth && len(p.value) >= d+4; d += 4 {
-		if p.shorter(n.shortest) {
-			n.shortest = p
-		}
 		key := binary.LittleEndian.Uint32(p.value[d:])
 		next := n.next[key]
 		if next == nil {
@@ -357,9 +294,6 @@ func (r *Redactor) insert(p *pattern, heads map[uint32]*head) {
 			n.next[key] = next
 		}
 		n = next
-	}
-	if p.shorter(n.shortest) {
-		n.shortest = p
 	}
 	n.ends = append(n.ends, p)
 	slices.SortStableFunc(n.ends, func(a, b *pattern) int { return len(b.value) - len(a.value) })
@@ -374,19 +308,21 @@ func (r *Redactor) setHeads(heads map[uint32]*head) {
 			continue
 		}
 		for _, v := range []uint32{k & 0xFFFF, k >> 8 & 0xFFFF} {
-			r.pairs[v] = max(r.pairs[v], uint8(min(h.longest, maxPairLongest)))
+			r.pairs[v] = max(r.pairs[v], uint8(min(h.hold, maxPairLongest)))
 		}
 	}
 }
 
 // MaxHoldback is how many bytes a streaming redaction may hold back while it
-// waits to decide whether they start a secret: the longest pattern minus
-// one.
+// waits to decide whether they start a secret: fewer characters of the
+// view (see join.go) than the longest hold (see form), each of which may
+// come with a line break of 2 bytes left out before it, and up to 2 bytes
+// of line break at either end.
 func (r *Redactor) MaxHoldback() int {
 	if r == nil || r.maxLen == 0 {
 		return 0
 	}
-	return r.maxLen - 1
+	return 3*r.maxHold + 1
 }
 
 // Redact returns b with every secret form replaced. It returns b itself when
@@ -395,14 +331,20 @@ func (r *Redactor) Redact(b []byte) []byte {
 	if r == nil || r.maxLen == 0 {
 		return b
 	}
+	var v view
+	v.build(0, true, b, true)
+	c := cursor{v: &v}
 	var out []byte
-	_, matched := r.scan(b, true, func(p []byte) {
-		out = append(out, p...)
+	xc := 0
+	r.scan(v.y, true, func(s, e int, p *pattern) {
+		out = append(out, b[xc:c.x(s)]...)
+		out = append(out, p.replacement...)
+		xc = c.x(e-1) + 1
 	})
-	if !matched {
+	if out == nil {
 		return b
 	}
-	return out
+	return append(out, b[xc:]...)
 }
 
 // RedactString is Redact for strings: audit lines, error messages, headers.
@@ -418,14 +360,14 @@ func (r *Redactor) RedactString(s string) string {
 // the start of a pattern.
 const undecided = -1
 
-// scan emits buf with matches replaced, deciding positions from the first,
-// and returns the index of the first position it could not decide. At the
-// end of the input (end set) it decides every position and returns
-// len(buf); otherwise it stops where the bytes left are a proper prefix of
-// a pattern, and every position before was decided as the whole input
-// would decide it.
-func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matched bool) {
-	last, i := 0, 0
+// scan decides the positions of buf, a view (see join.go), from the
+// first, calls match for each pattern it replaces (buf[s:e]), and returns
+// the first position it could not decide. At the end of the input (end
+// set) it decides every position and returns len(buf); otherwise it stops
+// at the first position held back (see at), and every position before
+// was decided as the whole input would decide it.
+func (r *Redactor) scan(buf []byte, end bool, match func(s, e int, p *pattern)) (next int) {
+	i := 0
 	// The hot loop decides a block of stride start positions with one
 	// table lookup. Every pattern is at least stride+gram-1 bytes long, so
 	// a pattern starting in the block contains the gram at the block's last
@@ -476,10 +418,8 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 					if m == 0 {
 						continue
 					}
-					emit(buf[last:s])
-					emit(p.replacement)
-					matched = true
-					i, last = s+m, s+m
+					match(s, s+m, p)
+					i = s + m
 					if i > limit {
 						limit = r.held(buf, i)
 					}
@@ -500,11 +440,8 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 				i++
 				continue
 			}
-			emit(buf[last:i])
-			emit(p.replacement)
-			matched = true
+			match(i, i+m, p)
 			i += m
-			last = i
 		}
 		if i == limit {
 			break
@@ -512,10 +449,7 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 		// A match took the limit in.
 		limit = r.held(buf, i)
 	}
-	if last < i {
-		emit(buf[last:i])
-	}
-	return i, matched
+	return i
 }
 
 // held returns the first position of buf from on that a stream holds
@@ -523,19 +457,19 @@ func (r *Redactor) scan(buf []byte, end bool, emit func([]byte)) (next int, matc
 // The positions of 3 bytes or more are tested by the pairs at every other
 // position, four with one load, since each position's head has its first
 // 2 bytes or its last 2 at one of them: a pair whose heads' longest
-// pattern (see Redactor.pairs) is no longer than the bytes from a
-// position to the end holds none. The pairs are taken in order, and at
+// hold (see Redactor.pairs) is no longer than the bytes from a position
+// to the end holds none. The pairs are taken in order, and at
 // each the position before first, so the first position held is the
 // first found.
 func (r *Redactor) held(buf []byte, from int) int {
 	holds := func(s int) bool {
 		h := r.heldBy(buf[s:])
-		return h != nil && len(buf)-s < h.longest
+		return h != nil && len(buf)-s < h.hold
 	}
 	// passes reports whether longest, from pairs, is more than n bytes.
 	passes := func(longest uint8, n int) bool { return int(longest) > min(n, maxPairLongest-1) }
-	// No position as far as maxLen from the end is held.
-	from = max(from, len(buf)-r.maxLen+1)
+	// No position as far as maxHold from the end is held.
+	from = max(from, len(buf)-r.maxHold+1)
 	last := len(buf) - 3
 	// heldAt returns the position the pair at j holds, or -1.
 	heldAt := func(j int) int {
@@ -579,8 +513,8 @@ func (r *Redactor) held(buf []byte, from int) int {
 // at decides position s of buf. It returns the pattern whose marker
 // replaces buf[s:s+n]; or nil and 0 for a byte kept as it is; or nil and
 // undecided when end is not set, the first bytes from s (up to 3) begin
-// a pattern, and fewer bytes follow s than the longest pattern they
-// begin.
+// a pattern, and fewer bytes follow s than the longest hold of the
+// patterns they begin (see form).
 //
 // Which bytes are held is decided by their first 3 bytes alone, never by
 // how far they go on to match a pattern: a stream's held bytes are
@@ -590,37 +524,26 @@ func (r *Redactor) held(buf []byte, from int) int {
 // secret, and so the whole secret.
 func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	b := buf[s:]
-	if !end && len(b) < r.maxLen {
+	if !end && len(b) < r.maxHold {
 		h := r.heldBy(b)
 		if h == nil {
 			return nil, 0
 		}
-		if len(b) < h.longest {
+		if len(b) < h.hold {
 			// Even when b begins with a whole pattern: whether a longer one
 			// goes on from it would tell how far b matches that one, and an
-			// agent can know a whole pattern without the secret (a line of
-			// a key's base64 that holds only its armour and fixed header).
+			// agent can know a whole pattern without the secret (a form of
+			// "user:password" that holds only the user).
 			return nil, undecided
 		}
-		// As long as any pattern that could start here: decided.
-		return r.decide(b)
 	}
 	if len(b) < 4 {
 		return nil, 0
 	}
-	// Before the end, b is as long as any pattern: open is nil.
-	return r.decide(b)
-}
-
-// decide is at for bytes b that are the end of the input, or as long as
-// every pattern that could begin them.
-func (r *Redactor) decide(b []byte) (p *pattern, n int) {
-	full, open := r.matchAt(b)
-	switch {
-	case open != nil && !open.noEnd && len(b) >= tailMinLen && 2*len(b) >= len(open.value) && (full == nil || len(full.value) < len(b)):
-		return open, len(b)
-	case full != nil:
-		return full, len(full.value)
+	// At the end, or as long as any pattern that could start here: the
+	// longest whole pattern decides.
+	if p := r.matchAt(b); p != nil {
+		return p, len(p.value)
 	}
 	return nil, 0
 }
@@ -640,45 +563,30 @@ func (r *Redactor) leads2(b0, b1 byte) bool {
 	return r.leads[v/64]&(1<<(v%64)) != 0
 }
 
-// matchAt returns the longest pattern that b starts with, and the shortest
-// pattern of which b is a proper prefix; either may be nil. b must hold at
-// least 4 bytes.
-func (r *Redactor) matchAt(b []byte) (full, open *pattern) {
+// matchAt returns the longest pattern that b starts with, or nil. b must
+// hold at least 4 bytes.
+func (r *Redactor) matchAt(b []byte) *pattern {
 	key := binary.LittleEndian.Uint32(b)
 	h := prefixHash(key)
 	if r.filter[h/64]&(1<<(h%64)) == 0 {
-		return nil, nil
+		return nil
 	}
 	// Deeper nodes hold longer patterns, so the last match found wins.
+	var full *pattern
 	n := r.trie[key]
 	for d := 4; n != nil; d += 4 {
 		for _, p := range n.ends {
-			if len(p.value) > len(b) {
-				if bytes.HasPrefix(p.value, b) && p.shorter(open) {
-					open = p
-				}
-			} else if bytes.HasPrefix(b, p.value) {
+			if len(p.value) <= len(b) && bytes.HasPrefix(b, p.value) {
 				full = p
 				break
 			}
 		}
-		if len(b) >= d+4 {
-			n = n.next[binary.LittleEndian.Uint32(b[d:])]
-			continue
+		if len(b) < d+4 {
+			break
 		}
-		// b ends inside this node's step: the patterns below it whose
-		// step starts with the bytes of b left begin with b.
-		var rest [4]byte
-		m := uint32(1)<<(8*copy(rest[:], b[d:])) - 1
-		v := binary.LittleEndian.Uint32(rest[:])
-		for key, c := range n.next {
-			if key&m == v && c.shortest.shorter(open) {
-				open = c.shortest
-			}
-		}
-		break
+		n = n.next[binary.LittleEndian.Uint32(b[d:])]
 	}
-	return full, open
+	return full
 }
 
 // gramBloom gives the word of the grams table for a gram (to be masked
