@@ -149,6 +149,19 @@ func (act *liveAction) endStreams(cut bool) {
 	}
 }
 
+// matched returns the names of the secrets the streams' redactors replaced
+// whole, sorted, each once.
+func (act *liveAction) matched() []string {
+	var names []string
+	for _, s := range act.streams {
+		s.mu.Lock()
+		names = append(names, s.c.Matched()...)
+		s.mu.Unlock()
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // summaries returns the STREAM objects of the ended streams.
 func (act *liveAction) summaries() []output.Stream { return act.each((*output.Capture).Summary) }
 

@@ -84,7 +84,7 @@ func (g *Gateway) learnHooks(tg *targets) {
 		if o == nil {
 			continue
 		}
-		o.OnToken = func(token []byte, expiry time.Time) error { return g.learn(name+".access_token", token, expiry) }
+		o.OnToken = func(token []byte, expiry time.Time) error { return g.learn(name+accessTokenSuffix, token, expiry) }
 		secret := he.refreshSecret
 		o.OnRefreshToken = func(ctx context.Context, token []byte) error {
 			if err := g.learn(secret, token, time.Time{}); err != nil {
@@ -94,6 +94,10 @@ func (g *Gateway) learnHooks(tg *targets) {
 		}
 	}
 }
+
+// accessTokenSuffix ends the name an endpoint's OAuth2 access tokens are
+// redacted under: "ENDPOINT.access_token".
+const accessTokenSuffix = ".access_token"
 
 // followRedactor passes an action's stream through every redactor put in
 // effect after the action started, besides the capture's, taken when it
@@ -129,6 +133,17 @@ func (f *followRedactor) Write(p []byte) (int, error) {
 		f.head, f.last = s, red
 	}
 	return f.head.Write(p)
+}
+
+// matched returns the names of the secrets the stages replaced whole.
+func (f *followRedactor) matched() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	for _, s := range f.stages {
+		names = append(names, s.Matched()...)
+	}
+	return names
 }
 
 // end decides the stages' held-back bytes, newest first so that what one

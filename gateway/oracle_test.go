@@ -4,15 +4,18 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/tlstest"
 	"github.com/actiongw/actiongw/secrets"
@@ -232,4 +235,74 @@ func TestKeyBase64IsNoOracle(t *testing.T) {
 				c, got[len(got)-60:], alphabet[0], first[len(first)-60:])
 		}
 	}
+}
+
+// TestGuessAtTheEndIsNoOracle plays the probe that recovered a bearer
+// token which never touched any host: the token's shape is public (a
+// prefix, then hex), so the agent prints the known part and one guessed
+// character at the very end of a command's output, and keeps the guess
+// that comes back replaced. An output's end that begins a secret must
+// come back as it was printed, right guess or wrong; only the whole token
+// is replaced, and that is put on record as a secret the target was
+// never sent.
+func TestGuessAtTheEndIsNoOracle(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	run := func(command string) *SSHExecOutput {
+		t.Helper()
+		r := f.gw.SSHExec(ctx, SSHExecInput{Target: "box", Command: command}, nil)
+		out, ok := r.Structured.(*SSHExecOutput)
+		if !ok {
+			t.Fatalf("ssh_exec %q: %s", command, r.Text)
+		}
+		return out
+	}
+	const known = "tok-" // the token's public shape: "tok-" and hex
+	for k := len(known); k < len(apiToken); k++ {
+		for _, c := range "0123456789abcdef" {
+			guess := apiToken[:k] + string(c)
+			if guess == apiToken {
+				continue
+			}
+			// At the end of stdout, and at the end of stderr.
+			out := run(fmt.Sprintf("printf '%%s' %s; printf '%%s' %s >&2", guess, guess))
+			if out.Stdout.Head != guess || out.Stderr.Head != guess {
+				t.Fatalf("the guess %q came back as %q on stdout and %q on stderr; want it as printed", guess, out.Stdout.Head, out.Stderr.Head)
+			}
+		}
+	}
+	out := run("printf '%s' " + apiToken)
+	if out.Stdout.Head != "[REDACTED:api-token]" {
+		t.Fatalf("the whole token came back as %q; want it redacted", out.Stdout.Head)
+	}
+	records := auditRecords(t, f)
+	last := records[len(records)-1]
+	if last.Handle != out.Handle || !slices.Equal(last.SecretsSeen, []string{"api-token"}) {
+		t.Errorf("the outcome of %s names secrets_seen %q; want [api-token], a secret box was never sent", last.Handle, last.SecretsSeen)
+	}
+	// A guess that is wrong is no secret seen; an endpoint's own token in
+	// its answer is none either: it was sent there.
+	for _, r := range records[:len(records)-2] {
+		if len(r.SecretsSeen) > 0 {
+			t.Errorf("outcome %s names secrets_seen %q; want none", r.Handle, r.SecretsSeen)
+		}
+	}
+	f.gw.HTTPRequest(ctx, HTTPRequestInput{Endpoint: "api", Method: "GET", Path: "/x"}, nil)
+	if records = auditRecords(t, f); len(records[len(records)-1].SecretsSeen) > 0 {
+		t.Errorf("the endpoint's echo of its own token was put on record as a secret seen: %q", records[len(records)-1].SecretsSeen)
+	}
+}
+
+// auditRecords reads the fixture's audit log, after verifying it.
+func auditRecords(t *testing.T, f *fixture) []audit.Record {
+	t.Helper()
+	var records []audit.Record
+	for line := range strings.Lines(readAudit(t, f)) {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, r)
+	}
+	return records
 }

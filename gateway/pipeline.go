@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/sshexec"
@@ -64,6 +65,28 @@ type action struct {
 	// ended and its streams, with the streams it holds for shrinking, a
 	// sentence on what ran, and whether the call failed.
 	finish func(e *ended, handle string, streams []output.Stream) (structured any, named []output.NamedStream, what string, isError bool)
+}
+
+// notSent returns the secrets of matched, and of what the follows
+// matched, that the action's target was never sent: its own credentials
+// (an SSH target's, not its jump host's; an HTTP endpoint's, and the
+// access tokens fetched for it) are not news in its output, any other
+// secret is. Sorted, each once.
+func notSent(cfg *config.Config, intent *audit.Record, matched []string, follows []*followRedactor) []string {
+	for _, f := range follows {
+		matched = append(matched, f.matched()...)
+	}
+	var sent []string
+	if intent.Tool == "http_request" {
+		if e := cfg.HTTP[intent.Target]; e != nil {
+			sent = append(e.SecretNames(), intent.Target+accessTokenSuffix)
+		}
+	} else if t := cfg.SSH[intent.Target]; t != nil {
+		sent = t.SecretNames()
+	}
+	matched = slices.DeleteFunc(matched, func(name string) bool { return slices.Contains(sent, name) })
+	slices.Sort(matched)
+	return slices.Compact(matched)
 }
 
 // ended is how an action ended: what the audit outcome records, less the
@@ -360,6 +383,10 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		}
 		for i, st := range streams {
 			outcome.Streams[a.streams[i]] = audit.Stream{Bytes: st.Bytes, SHA256: st.SHA256}
+		}
+		if outcome.SecretsSeen = notSent(s.cfg, intent, live.matched(), follows); len(outcome.SecretsSeen) > 0 {
+			g.log.Warn("secrets the target was never sent came back whole in its output: guessed, or found on the target",
+				"handle", out.Handle(), "tool", intent.Tool, "target", intent.Target, "secrets", outcome.SecretsSeen)
 		}
 		auditErr := g.appendAudit(c, outcome)
 		if auditErr != nil {

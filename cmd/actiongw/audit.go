@@ -212,6 +212,9 @@ func formatAuditRecord(r *audit.Record) string {
 	if r.RemoteStopped != nil {
 		fmt.Fprintf(&b, " remote_stopped=%v", *r.RemoteStopped)
 	}
+	// A secret the target was never sent, back in its output: the agent
+	// guessed it or found it there. Names only; the person looks why.
+	add("secrets_seen", strings.Join(r.SecretsSeen, ","))
 	if s := r.Sealed; s != nil {
 		fmt.Fprintf(&b, " sealed=%s/%s line=%d last_seq=%d", s.Dir, s.File, s.Line, s.LastSeq)
 	}

@@ -36,3 +36,12 @@ func TestAuditTailStreamOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditTailSecretsSeen: an outcome that names secrets its target was
+// never sent shows their names.
+func TestAuditTailSecretsSeen(t *testing.T) {
+	r := &audit.Record{Kind: audit.KindOutcome, Tool: "ssh_exec", Target: "box", SecretsSeen: []string{"api-token", "db-password"}}
+	if line := formatAuditRecord(r); !strings.Contains(line, ` secrets_seen="api-token,db-password"`) {
+		t.Errorf("formatAuditRecord = %q; want the secrets seen named", line)
+	}
+}

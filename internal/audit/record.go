@@ -70,6 +70,11 @@ type Record struct {
 	DurationMS    int64  `json:"duration_ms,omitempty"`
 	Reason        string `json:"reason,omitempty"`
 	RemoteStopped *bool  `json:"remote_stopped,omitempty"`
+	// SecretsSeen names the keyring items (never their values) a whole
+	// form of which came back in the action's output although its target
+	// was never sent them: an HTTP token in a command's output, say. The
+	// agent guessed it, or found it on the target.
+	SecretsSeen []string `json:"secrets_seen,omitempty"`
 
 	// Cut holds, by JSON field name, the size and hash of each string
 	// field that was too long to keep whole; the field holds its prefix.

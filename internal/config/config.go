@@ -1275,11 +1275,28 @@ func (e *HTTPEndpoint) ProxyAddr() string {
 func (c *Config) SecretNames() []string {
 	var names []string
 	for _, t := range c.SSH {
-		names = append(names, t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret)
+		names = append(names, t.SecretNames()...)
 	}
 	for _, e := range c.HTTP {
-		names = append(names, e.TokenSecret, e.PasswordSecret, e.ClientKeySecret, e.ClientSecretSecret, e.RefreshTokenSecret)
+		names = append(names, e.SecretNames()...)
 	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// SecretNames returns the keyring items the target itself uses (not those
+// of its jump host), sorted and without duplicates.
+func (t *SSHTarget) SecretNames() []string {
+	return secretNames(t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret)
+}
+
+// SecretNames returns the keyring items the endpoint uses, sorted and
+// without duplicates.
+func (e *HTTPEndpoint) SecretNames() []string {
+	return secretNames(e.TokenSecret, e.PasswordSecret, e.ClientKeySecret, e.ClientSecretSecret, e.RefreshTokenSecret)
+}
+
+func secretNames(names ...string) []string {
 	names = slices.DeleteFunc(names, func(s string) bool { return s == "" })
 	slices.Sort(names)
 	return slices.Compact(names)

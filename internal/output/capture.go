@@ -192,6 +192,10 @@ func (c *Capture) Summary() Stream {
 	return s
 }
 
+// Matched returns the names of the secrets a whole form of which the
+// redactor replaced in this stream so far, sorted (see redact.Stream).
+func (c *Capture) Matched() []string { return c.red.Matched() }
+
 // Snapshot returns the STREAM object of the stream so far, without its
 // SHA256 (known only at the end) and without ending it: what a running
 // action has produced. Bytes the redactor still holds back, because they
