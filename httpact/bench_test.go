@@ -15,12 +15,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 // benchBase returns nginx's base URL if nginx is installed, else an
 // in-process server with the same /api/small and /api/big.
 func benchBase(b *testing.B) string {
-	if _, err := exec.LookPath("nginx"); err == nil {
+	if _, err := testenv.LookPath("nginx"); err == nil {
 		return startNginx(b, "http://127.0.0.1:1")
 	}
 	b.Log("nginx not installed: benchmarking against net/http/httptest")

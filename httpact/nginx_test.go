@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/actiongw/actiongw/internal/testenv"
 )
 
 // nginxConf runs nginx in the foreground on the listening socket it
@@ -68,16 +70,7 @@ http {
 // fails at once if nginx has exited, since then nothing holds the socket.
 func startNginx(tb testing.TB, other string) string {
 	tb.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin = "/usr/sbin/nginx"
-		if _, err := os.Stat(bin); err != nil {
-			if os.Getenv("CI") != "" {
-				tb.Fatal("nginx is not installed (apt-get install -y nginx)")
-			}
-			tb.Skip("nginx is not installed (apt-get install -y nginx)")
-		}
-	}
+	bin := testenv.Command(tb, "nginx", "nginx")
 	dir := tb.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		tb.Fatal(err)

@@ -234,6 +234,11 @@ func TestSSHConfigFile(t *testing.T) {
 	}
 }
 
+// shadowText is a line of /etc/shadow, for an Include of a secret file the
+// user can read: the tests make their own, since only root reads the real
+// one.
+const shadowText = "root:$y$j9T$abcdefghijklmnopqrstuv$0123456789abcdefghijklmnopqrstuvwxyzABCDE:19000:0:99999:7:::\n"
+
 // The user's ssh config is not the agent's to shape, but it may Include
 // any file the user can read and name commands: parsing it runs nothing,
 // and its errors show no text of any file.
@@ -249,7 +254,7 @@ func TestSSHConfigHostile(t *testing.T) {
 		{"LocalCommand", "Host web1\n  HostName 10.0.0.1\n  PermitLocalCommand yes\n  LocalCommand " + cmd + "\n", nil, ""},
 		{"ProxyCommand", "Host web1\n  ProxyCommand " + cmd + "\n", nil, "ProxyCommand is not supported"},
 		{"Match exec", "Match exec \"" + cmd + "\"\n  User x\n", nil, "line 1: Match exec is not supported"},
-		{"Include /etc/shadow", "Include /etc/shadow /etc/passwd\nHost web1\n  HostName 10.0.0.1\n", nil, ""},
+		{"Include a shadow file", "Include $DIR/shadow /etc/passwd\nHost web1\n  HostName 10.0.0.1\n", []string{"shadow", shadowText}, ""},
 		{"Include a file that does not parse", "Include $DIR/secret\n",
 			[]string{"secret", "Match " + canary + " " + canary + "\n"}, "an Include names a file that does not parse"},
 		{"bad Match criterion quoted", "Match " + canary + " x\n", nil, "line 1: a Match criterion other than host or all"},
@@ -272,6 +277,31 @@ func TestSSHConfigHostile(t *testing.T) {
 				t.Fatalf("parsing the ssh config ran a command")
 			}
 		})
+	}
+}
+
+// An Include of a file the user cannot read is an error that names the
+// file and the errno, and shows none of its text.
+func TestSSHConfigIncludeUnreadable(t *testing.T) {
+	const canary = "CANARYu7k2"
+	dir := sshConfigFiles(t, map[string]string{
+		"ssh_config": "Include $DIR/unreadable\nHost web1\n  HostName 10.0.0.1\n",
+		"unreadable": shadowText + "Match " + canary + "\n",
+	})
+	unreadable := filepath.Join(dir, "unreadable")
+	if err := os.Chmod(unreadable, 0); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.Open(unreadable); err == nil {
+		f.Close()
+		t.Skip("skipped: this user reads a file of mode 000, as root does, so there is no unreadable file to Include")
+	}
+	_, err := Parse([]byte("[server]\nssh_config = \"" + filepath.Join(dir, "ssh_config") + "\"\n[ssh.t]\nhost = \"web1\"\nuser = \"u\"\nagent = true\n"))
+	if want := "line 1: Include: open " + unreadable + ": permission denied"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v; want an error containing %q", err, want)
+	}
+	if err != nil && (strings.Contains(err.Error(), canary) || strings.Contains(err.Error(), "root:")) {
+		t.Errorf("error %q shows the file's text", err)
 	}
 }
 
@@ -305,7 +335,7 @@ func FuzzDecodeSSHConfig(f *testing.F) {
 func TestSSHConfigHosts(t *testing.T) {
 	t.Setenv("HOME", "/home/someone")
 	dir := sshConfigFiles(t, map[string]string{
-		"ssh_config": `Include /etc/shadow $DIR/inc/*
+		"ssh_config": `Include $DIR/shadow $DIR/inc/*
 Host web1 web1.lan *.corp !bad
   IdentityFile ~/.ssh/id_%r@%h
   IdentityFile %d/.ssh/second
@@ -317,7 +347,8 @@ Match host matched
   User x
 Host under_score bad:name
 `,
-		"inc/a": "Host included\n  IdentityFile /keys/%u-%n\n",
+		"inc/a":  "Host included\n  IdentityFile /keys/%u-%n\n",
+		"shadow": shadowText,
 	})
 	hosts, skipped, err := SSHConfigHosts(filepath.Join(dir, "ssh_config"), "*")
 	if err != nil {

@@ -106,12 +106,8 @@ action(type="omfile" file=%[6]q)
 // rsyslogdPath returns rsyslogd's path, or ends t with testenv.Missing.
 func rsyslogdPath(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("rsyslogd"); err == nil {
+	if p, err := testenv.LookPath("rsyslogd"); err == nil {
 		return p
-	}
-	// Not on a non-root user's PATH, usually.
-	if _, err := exec.LookPath("/usr/sbin/rsyslogd"); err == nil {
-		return "/usr/sbin/rsyslogd"
 	}
 	testenv.Missing(t, "rsyslogd", "install rsyslog (apt-get install rsyslog), "+testenv.Setup)
 	return ""

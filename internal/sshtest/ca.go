@@ -77,7 +77,7 @@ func (ca *CA) sign(t testing.TB, pub ssh.PublicKey, keyID string, args []string)
 
 func keygen(t testing.TB, args ...string) {
 	t.Helper()
-	if out, err := exec.Command("ssh-keygen", args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Command(t, "ssh-keygen", "openssh-client"), args...).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen %v: %v: %s", args, err, out)
 	}
 }

@@ -110,14 +110,8 @@ func sshdPath(t testing.TB) string {
 	if !unix {
 		testenv.Missing(t, part, "the sshd tests run on Linux and other Unix systems, "+runtime.GOOS+" is not one")
 	}
-	if p, err := exec.LookPath("sshd"); err == nil && filepath.IsAbs(p) {
+	if p, err := testenv.LookPath("sshd"); err == nil {
 		return p
-	}
-	// Not on a non-root user's PATH, usually.
-	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd"} {
-		if _, err := exec.LookPath(p); err == nil { // an executable file
-			return p
-		}
 	}
 	testenv.Missing(t, part, "install openssh-server (apt-get install openssh-server), "+testenv.Setup)
 	return ""
@@ -475,14 +469,14 @@ func EnsureUser(t testing.TB, name string) {
 	userMu.Lock()
 	defer userMu.Unlock()
 	if _, err := user.Lookup(name); err != nil {
-		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", name).CombinedOutput()
+		out, err := exec.Command(testenv.Command(t, "useradd", "passwd"), "--create-home", "--shell", "/bin/sh", name).CombinedOutput()
 		// Another test process may have created it in the meantime.
 		if err != nil && !strings.Contains(string(out), "already exists") {
 			t.Fatalf("useradd %s: %v: %s", name, err, out)
 		}
 	}
 	if shadowLocked(name) {
-		if out, err := exec.Command("usermod", "-p", "*", name).CombinedOutput(); err != nil {
+		if out, err := exec.Command(testenv.Command(t, "usermod", "passwd"), "-p", "*", name).CombinedOutput(); err != nil {
 			t.Fatalf("usermod -p '*' %s: %v: %s", name, err, out)
 		}
 	}
@@ -512,7 +506,7 @@ func SetPassword(t testing.TB) []byte {
 	b := make([]byte, 12)
 	rand.Read(b)
 	pw := []byte(hex.EncodeToString(b))
-	cmd := exec.Command("chpasswd")
+	cmd := exec.Command(testenv.Command(t, "chpasswd", "passwd"))
 	cmd.Stdin = strings.NewReader(PasswordUser + ":" + string(pw) + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chpasswd: %v: %s", err, out)

@@ -33,9 +33,7 @@ const sudoPasswordFile = "/run/actiongw-test-sudo-password"
 func EnableSudo(t testing.TB) (string, []byte) {
 	t.Helper()
 	testenv.Root(t, "sudo tests: a sudoers rule and a password for "+SudoUser)
-	if _, err := exec.LookPath("sudo"); err != nil {
-		testenv.Missing(t, "sudo", "apt-get install sudo")
-	}
+	testenv.Command(t, "sudo", "sudo")
 	EnsureUser(t, SudoUser)
 	userMu.Lock()
 	defer userMu.Unlock()
@@ -57,7 +55,7 @@ func EnableSudo(t testing.TB) (string, []byte) {
 	b := make([]byte, 12)
 	rand.Read(b)
 	pw := []byte(hex.EncodeToString(b))
-	cmd := exec.Command("chpasswd")
+	cmd := exec.Command(testenv.Command(t, "chpasswd", "passwd"))
 	cmd.Stdin = strings.NewReader(SudoUser + ":" + string(pw) + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chpasswd: %v: %s", err, out)

@@ -40,7 +40,7 @@ var keyring struct {
 func secretService(t testing.TB) string {
 	t.Helper()
 	for _, prog := range []string{"dbus-daemon", "gnome-keyring-daemon"} {
-		if _, err := exec.LookPath(prog); err != nil {
+		if _, err := LookPath(prog); err != nil {
 			Missing(t, secretServicePart, secretServiceHow)
 		}
 	}
@@ -78,7 +78,11 @@ func startSecretService() error {
 	// keyring with it; the password is thrown away.
 	password := make([]byte, 24)
 	rand.Read(password)
-	cmd := exec.Command("gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets",
+	bin, err := LookPath("gnome-keyring-daemon")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "--foreground", "--unlock", "--components=secrets",
 		"--control-directory="+filepath.Join(dir, "run", "keyring"))
 	cmd.Env = append(environWithout("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"),
 		"HOME="+filepath.Join(dir, "home"), "XDG_DATA_HOME="+filepath.Join(dir, "data"),
@@ -120,7 +124,7 @@ func stopSecretService() error {
 // Without dbus-daemon it ends t with Missing.
 func Bus(t testing.TB) string {
 	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+	if _, err := LookPath("dbus-daemon"); err != nil {
 		// The same line as SecretService's: the same packages fix both.
 		Missing(t, secretServicePart, secretServiceHow)
 	}
@@ -158,7 +162,11 @@ func startBus(dir string) (*daemon, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--nosyslog", "--print-address")
+	bin, err := LookPath("dbus-daemon")
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(bin, "--config-file="+conf, "--nofork", "--nopidfile", "--nosyslog", "--print-address")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err

@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,15 +47,43 @@ func Root(t testing.TB, why string) {
 	}
 }
 
-// Command returns the path of the program name, or ends t with Missing,
-// naming pkg, the Debian package that has it.
+// Command returns the path of the program name (see LookPath), or ends t
+// with Missing, naming pkg, the Debian package that has it.
 func Command(t testing.TB, name, pkg string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
+	path, err := LookPath(name)
 	if err != nil {
 		Missing(t, name, "install "+pkg+" (apt-get install "+pkg+"), "+Setup)
 	}
 	return path
+}
+
+// sbinDirs are where Debian puts the system tools the tests run (sshd,
+// chpasswd, useradd, nginx, rsyslogd): its PATH for users lacks them, and
+// so does root's after a plain su, which keeps the user's PATH.
+var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin", "/sbin"}
+
+// LookPath is exec.LookPath that also looks in the sbin directories when
+// PATH does not find name, and returns only an absolute path (sshd must be
+// started by one: it re-executes itself). The test kits find every system
+// program they run with it, so that a PATH without the sbin directories
+// skips or fails no test.
+func LookPath(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil && filepath.IsAbs(path) {
+		return path, nil
+	}
+	if err == nil {
+		err = exec.ErrDot // a relative entry of PATH, with GODEBUG=execerrdot=0
+	}
+	if !strings.ContainsRune(name, '/') {
+		for _, dir := range sbinDirs {
+			if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+				return p, nil
+			}
+		}
+	}
+	return "", err
 }
 
 // Eventually polls cond every few milliseconds until it holds, and reports
