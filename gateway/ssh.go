@@ -226,7 +226,8 @@ func describeSSH(out *SSHExecOutput, command string) string {
 }
 
 // environment returns the directory and the variables a call's command
-// runs with: the call's cwd, else the target's; the target's env with the
+// runs with: the call's cwd, else the target's, as allow_cwd lets it be
+// (policy decides and cleans it, or denies); the target's env with the
 // call's on top. The call may set only the names allow_env allows (a
 // denial); sizes and bytes are bounded as in the config.
 func (st *sshTarget) environment(target, cwd string, callEnv map[string]string) (string, map[string]string, error) {
@@ -236,6 +237,10 @@ func (st *sshTarget) environment(target, cwd string, callEnv map[string]string) 
 	}
 	if cwd == "" {
 		cwd = st.cwd
+	}
+	cwd, err := st.dirs.Check(cwd)
+	if err != nil {
+		return "", nil, err
 	}
 	if len(callEnv) == 0 {
 		return cwd, st.env, nil

@@ -93,6 +93,21 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad regexp",
 			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\nallow_commands = [\"(\"]\n",
 			[]string{"ssh.a.allow_commands[0]"}},
+		{"allow_cwd not a glob of absolute paths",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/srv/app\"\nallow_cwd = [\"/srv/**\", \"srv/app\"]\n",
+			[]string{"line 6: ssh.a.allow_cwd", `allow_cwd[1] "srv/app": it is not an absolute path`}},
+		{"allow_cwd with a wildcard inside a segment",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/srv/app\"\nallow_cwd = [\"/srv/app-*\"]\n",
+			[]string{"line 6: ssh.a.allow_cwd", "wildcards match whole segments only"}},
+		{"allow_cwd without cwd",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\nallow_cwd = [\"/srv/app/**\"]\n",
+			[]string{"line 5: ssh.a.allow_cwd", "needs cwd", "login directory"}},
+		{"cwd outside allow_cwd",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/home/u\"\nallow_cwd = [\"/srv/app/**\"]\n",
+			[]string{"line 5: ssh.a.cwd", "must be a directory allow_cwd allows", `"/home/u" matches no allowed directory`}},
+		{"relative cwd with allow_cwd",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"app\"\nallow_cwd = [\"/srv/app/**\"]\n",
+			[]string{"line 5: ssh.a.cwd", `"app" is not an absolute path`}},
 		{"base url with userinfo",
 			"[http.api]\nbase_url = \"https://u:p@x\"\n",
 			[]string{"http.api.base_url", "userinfo"}},
@@ -226,6 +241,16 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("ParseConfig error = %q; must not repeat the inline credential", err)
 			}
 		})
+	}
+}
+
+func TestAllowCwd(t *testing.T) {
+	cfg, err := Parse([]byte("[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/srv/app/current/\"\nallow_cwd = [\"/srv/app/**\", \"/home/*/work\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.SSH["a"].AllowCwd, []string{"/srv/app/**", "/home/*/work"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("allow_cwd: got %q; want %q", got, want)
 	}
 }
 
