@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -64,7 +65,7 @@ func (c *cli) checkRows(ctx context.Context, cfg *config.Config) []checkRow {
 	rows := cwdRows(cfg)
 	kr := c.keyring()
 	names := cfg.SecretNames()
-	problems, err := lookupSecrets(ctx, kr, names)
+	problems, err := lookupSecrets(ctx, kr, names, cfg.GuessableSecrets())
 	if err != nil {
 		// The keyring as a whole failed: one row says why, and the targets
 		// that need secrets fail below with the same error.
@@ -75,6 +76,10 @@ func (c *cli) checkRows(ctx context.Context, cfg *config.Config) []checkRow {
 			break
 		}
 		row := checkRow{item: "secret " + name, detail: "present in the keyring", err: problems[name]}
+		var weak *weakSecretError
+		if errors.As(row.err, &weak) {
+			row.err, row.detail, row.warn = nil, weak.Error(), true // it works
+		}
 		rows = append(rows, row)
 	}
 	log := newLogger(c.stderr, "error")

@@ -1306,6 +1306,37 @@ func (c *Config) SecretNames() []string {
 	return slices.Compact(names)
 }
 
+// GuessableSecrets returns, for every keyring item the config names in a
+// field whose value could be found by guessing, the fields that name it
+// ("ssh.web1.password_secret"), sorted. Those fields hold what a person
+// picks or a service may issue short: the passwords (password_secret,
+// sudo_secret, and basic auth's password_secret), a key's passphrase, the
+// tokens (token_secret, for bearer, header and query auth; OAuth2's
+// refresh_token_secret) and OAuth2 client secrets. Private keys
+// (key_secret, client_key_secret) and certificates (certificate_secret)
+// are not: a key is a large random number, a certificate is public.
+func (c *Config) GuessableSecrets() map[string][]string {
+	fields := map[string][]string{}
+	add := func(prefix string, named map[string]string) {
+		for field, name := range named {
+			if name != "" {
+				fields[name] = append(fields[name], prefix+"."+field)
+			}
+		}
+	}
+	for name, t := range c.SSH {
+		add("ssh."+name, map[string]string{"password_secret": t.PasswordSecret, "passphrase_secret": t.PassphraseSecret, "sudo_secret": t.SudoSecret})
+	}
+	for name, e := range c.HTTP {
+		add("http."+name, map[string]string{"token_secret": e.TokenSecret, "password_secret": e.PasswordSecret,
+			"client_secret_secret": e.ClientSecretSecret, "refresh_token_secret": e.RefreshTokenSecret})
+	}
+	for _, f := range fields {
+		slices.Sort(f)
+	}
+	return fields
+}
+
 func expandHome(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {

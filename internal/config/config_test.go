@@ -254,6 +254,75 @@ func TestAllowCwd(t *testing.T) {
 	}
 }
 
+func TestGuessableSecrets(t *testing.T) {
+	cert, _ := tlstest.NewCA(t, "test CA").Client(t, "client")
+	certFile := filepath.Join(t.TempDir(), "client.pem")
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte(strings.ReplaceAll(`
+[ssh.a]
+host = "h"
+user = "u"
+password_secret = "a-pass"
+allow_sudo = true
+sudo_secret = "shared"
+[ssh.b]
+host = "h"
+user = "u"
+key_secret = "b-key"
+passphrase_secret = "b-phrase"
+certificate_secret = "b-cert"
+[http.bearer]
+base_url = "https://x"
+auth = "bearer"
+token_secret = "shared"
+[http.basic]
+base_url = "https://x"
+auth = "basic"
+user = "u"
+password_secret = "basic-pass"
+client_cert = "@CERT@"
+client_key_secret = "tls-key"
+[http.header]
+base_url = "https://x"
+auth = "header"
+header = "X-Key"
+token_secret = "header-token"
+[http.query]
+base_url = "https://x"
+auth = "query"
+param = "key"
+token_secret = "query-token"
+[http.cc]
+base_url = "https://x"
+auth = "oauth2_client_credentials"
+token_url = "https://x/token"
+client_id = "c"
+client_secret_secret = "cc-secret"
+[http.rt]
+base_url = "https://x"
+auth = "oauth2_refresh_token"
+token_url = "https://x/token"
+client_id = "c"
+client_secret_secret = "rt-client-secret"
+refresh_token_secret = "rt-token"
+`, "@CERT@", certFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"a-pass": {"ssh.a.password_secret"}, "shared": {"http.bearer.token_secret", "ssh.a.sudo_secret"},
+		"b-phrase": {"ssh.b.passphrase_secret"}, "basic-pass": {"http.basic.password_secret"},
+		"header-token": {"http.header.token_secret"}, "query-token": {"http.query.token_secret"},
+		"cc-secret": {"http.cc.client_secret_secret"}, "rt-client-secret": {"http.rt.client_secret_secret"},
+		"rt-token": {"http.rt.refresh_token_secret"},
+	}
+	if got := cfg.GuessableSecrets(); !reflect.DeepEqual(got, want) {
+		t.Errorf("GuessableSecrets():\ngot  %v\nwant %v (no key_secret, certificate_secret or client_key_secret)", got, want)
+	}
+}
+
 func TestValidateFieldError(t *testing.T) {
 	cfg := Default()
 	cfg.Server.MaxConcurrentActions = 0
