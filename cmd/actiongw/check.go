@@ -58,9 +58,10 @@ type checkRow struct {
 	warn bool
 }
 
-// checkRows checks every referenced secret, then every target as a call
-// would use it: SSH targets are dialled, their host keys verified and the
-// login tried.
+// checkRows warns about relative programs a call's cwd can pick
+// (cwdRows), checks every referenced secret (there, missing or too short;
+// guessable, a warning), then every target as a call would use it: SSH
+// targets are dialled, their host keys verified and the login tried.
 func (c *cli) checkRows(ctx context.Context, cfg *config.Config) []checkRow {
 	rows := cwdRows(cfg)
 	kr := c.keyring()
