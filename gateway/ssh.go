@@ -27,7 +27,7 @@ type SSHExecInput struct {
 	Stdin    string            `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then end of file"`
 	TimeoutS float64           `json:"timeout_s,omitempty" jsonschema:"seconds after which the command is stopped; capped by the target's maximum"`
 	Sudo     bool              `json:"sudo,omitempty" jsonschema:"run the command as root with sudo; only on targets with allow_sudo (the password comes from the keyring)"`
-	Cwd      string            `json:"cwd,omitempty" jsonschema:"directory to run the command in (default: the target's, else the login directory)"`
+	Cwd      string            `json:"cwd,omitempty" jsonschema:"directory to run the command in (default: the target's, else the login directory); an absolute one the target's allow_cwd lists, when it sets that"`
 	Env      map[string]string `json:"env,omitempty" jsonschema:"environment variables for the command; only the names the target's allow_env lists"`
 	WaitS    *float64          `json:"wait_s,omitempty" jsonschema:"seconds this call waits for the command to end (default: the server's wait, 50 s); still running then, it is returned as running with its handle and goes on in the background; 0 starts it in the background"`
 }
@@ -226,7 +226,8 @@ func describeSSH(out *SSHExecOutput, command string) string {
 }
 
 // environment returns the directory and the variables a call's command
-// runs with: the call's cwd, else the target's; the target's env with the
+// runs with: the call's cwd, else the target's, as allow_cwd lets it be
+// (policy decides and cleans it, or denies); the target's env with the
 // call's on top. The call may set only the names allow_env allows (a
 // denial); sizes and bytes are bounded as in the config.
 func (st *sshTarget) environment(target, cwd string, callEnv map[string]string) (string, map[string]string, error) {
@@ -236,6 +237,10 @@ func (st *sshTarget) environment(target, cwd string, callEnv map[string]string) 
 	}
 	if cwd == "" {
 		cwd = st.cwd
+	}
+	cwd, err := st.dirs.Check(cwd)
+	if err != nil {
+		return "", nil, err
 	}
 	if len(callEnv) == 0 {
 		return cwd, st.env, nil

@@ -38,9 +38,10 @@ type sshTarget struct {
 	outputLimit         int64
 	maxStdin            int64
 	maxCommand          int
-	// cwd and env are the target's defaults; allowEnv the names a call may
-	// set.
+	// cwd and env are the target's defaults; dirs the directories a
+	// command may run in, allowEnv the names a call may set.
 	cwd      string
+	dirs     *policy.Dirs
 	env      map[string]string
 	allowEnv []string
 	// allowSudo lets a call use sudo, with sudoPassword (nil: sudo -n)
@@ -149,7 +150,7 @@ func secretBytes(name string, values map[string]secrets.Value, errs map[string]e
 func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
 	c := cfg.SSH[name]
 	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes,
-		cwd: c.Cwd, env: c.Env, allowEnv: c.AllowEnv, allowSudo: c.AllowSudo, sudoSecret: c.SudoSecret,
+		cwd: c.Cwd, dirs: &policy.Dirs{Target: name, Allow: c.AllowCwd}, env: c.Env, allowEnv: c.AllowEnv, allowSudo: c.AllowSudo, sudoSecret: c.SudoSecret,
 		paths: &policy.Paths{Target: name, Allow: c.AllowPaths, Deny: c.DenyPaths}, maxUpload: c.MaxUploadBytes, maxDownload: c.MaxDownloadBytes,
 		approve: c.Approve, where: fmt.Sprintf("%s@%s", c.User, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)))}
 	// Patterns were compiled once by Validate; this cannot fail.

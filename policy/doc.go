@@ -7,5 +7,6 @@
 // target with an allow list denies whatever the list does not match. HTTP
 // requests are checked against the endpoint's methods and path patterns.
 // File transfer paths are checked against allow and deny globs (Paths) on
-// the path as the server resolved it.
+// the path as the server resolved it, and the directory a command runs in
+// against the same globs (Dirs) on the path as cleaned.
 package policy

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -181,5 +182,84 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckWeakSecrets runs the real check on every kind of guessable
+// field with weak values, then strong ones: a weak one is a WARN row that
+// names the item and the field, says why and what to do and never shows
+// the value; it does not fail check. A private key's item is not judged.
+func TestCheckWeakSecrets(t *testing.T) {
+	cfgPath, env, kr := guessableEnv(t)
+	ctx := t.Context()
+	check := func(t *testing.T, cfgPath string, values map[string]string) (map[string]string, string, int) {
+		t.Helper()
+		cmd := exec.Command(actiongwBinary(t), "check", "-config", cfgPath)
+		cmd.Env = env
+		b, _ := cmd.CombinedOutput()
+		out := string(b)
+		for _, v := range values {
+			assertNoPart(t, "check", out, v)
+		}
+		rows := map[string]string{} // "secret NAME" → its row
+		for _, line := range strings.Split(out, "\n") {
+			if item, _, ok := strings.Cut(line, "  "); ok && strings.HasPrefix(item, "secret ") {
+				rows[item] = line
+			}
+		}
+		return rows, out, cmd.ProcessState.ExitCode()
+	}
+	store := func(name, v string) {
+		if err := kr.Set(ctx, name, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	weak := map[string]string{"s-key": "Dragon1987"}
+	for _, f := range guessableFields {
+		weak[f.item] = f.weak
+	}
+	for name, v := range weak {
+		store(name, v)
+	}
+	rows, out, _ := check(t, cfgPath, weak)
+	for _, f := range guessableFields {
+		row := rows["secret "+f.item]
+		for _, w := range []string{"WARN", "used as " + f.field, "could be found by trying", "come back redacted", "longer random value", "actiongw secret set " + f.item} {
+			if !strings.Contains(row, w) {
+				t.Errorf("the row of %s lacks %q: %q\n%s", f.item, w, row, out)
+			}
+		}
+	}
+	if row := rows["secret s-key"]; strings.Contains(row, "WARN") || row == "" {
+		t.Errorf("the row of the key_secret item: %q; want it listed and not judged", row)
+	}
+
+	strong := map[string]string{}
+	for _, f := range guessableFields {
+		strong[f.item] = "tok_" + rand.Text()
+		store(f.item, strong[f.item])
+	}
+	rows, out, _ = check(t, cfgPath, strong)
+	for _, f := range guessableFields {
+		if row := rows["secret "+f.item]; !strings.Contains(row, " ok ") {
+			t.Errorf("the row of %s with a strong value: %q; want ok\n%s", f.item, row, out)
+		}
+	}
+
+	// A weak secret warns; it does not fail check.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("check sent a request: %s %s", r.Method, r.URL)
+	}))
+	t.Cleanup(api.Close)
+	only := filepath.Join(t.TempDir(), "config.toml")
+	cfg := fmt.Sprintf("[server]\nstate_dir = %q\n[http.bearer]\nbase_url = %q\nallow_private = true\nauth = \"bearer\"\ntoken_secret = \"s-bearer\"\n", t.TempDir(), api.URL)
+	if err := os.WriteFile(only, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store("s-bearer", "letmein99")
+	rows, out, code := check(t, only, map[string]string{"s-bearer": "letmein99"})
+	if code != 0 || !strings.Contains(rows["secret s-bearer"], "WARN") || !strings.Contains(out, "1 warning(s)") {
+		t.Errorf("exit status %d, output:\n%s\nwant 0, the WARN row of s-bearer and 1 warning(s)", code, out)
 	}
 }

@@ -4,19 +4,27 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
+	"github.com/trustelem/zxcvbn"
 	"golang.org/x/term"
 
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/secrets"
 )
 
 const secretUsage = `Usage:
-  actiongw secret set NAME             store a secret: typed at a prompt that does not
+  actiongw secret set [-config PATH] NAME
+                                       store a secret: typed at a prompt that does not
                                        echo, or read from stdin when stdin is not a terminal
   actiongw secret delete NAME          remove a secret
   actiongw secret list [-config PATH]  the secrets the config names, and which are stored
@@ -24,6 +32,14 @@ const secretUsage = `Usage:
 Secrets live in the OS keyring under the service "actiongw"; no command prints
 a value. From stdin, one trailing newline is dropped from a one-line value (a
 token); a multi-line value (a key file) is stored byte for byte.
+
+set warns when the value could be found by guessing (under 2^60 guesses, as
+zxcvbn estimates): an agent that can run commands can try guesses and see which
+come back redacted. It judges a value the config (-config, else the default
+lookup) uses as a password, passphrase, token or client secret, and a value no
+config names unless it holds a PEM block (a key); it skips one the config uses
+only as a private key or certificate. zxcvbn counts a random character as about
+3.3 bits, so a random value needs some 20 characters or more.
 
 Examples:
   actiongw secret set web1-deploy-key < ~/.ssh/id_ed25519
@@ -51,11 +67,18 @@ func (c *cli) secret(ctx context.Context, args []string) error {
 }
 
 func (c *cli) secretSet(ctx context.Context, args []string) error {
-	name, err := c.secretName("set", args)
+	fs := c.flags("secret set", "secret set [-config PATH] NAME")
+	configPath := configFlag(fs)
+	name, err := c.secretName(fs, "set", args)
 	if err != nil {
 		return err
 	}
-	// Fail before the person types the value, not after.
+	// Fail before the person types the value, not after: a config asked
+	// for that does not load, a keyring that cannot be reached.
+	fields, known, err := c.secretFields(*configPath, name)
+	if err != nil {
+		return err
+	}
 	if err := c.keyring().Ping(ctx); err != nil {
 		return fmt.Errorf("secret set: %w", err)
 	}
@@ -67,7 +90,31 @@ func (c *cli) secretSet(ctx context.Context, args []string) error {
 	if err := c.storeSecret(ctx, c.stdout, name, value); err != nil {
 		return fmt.Errorf("secret set: %w", err)
 	}
+	// The config knows what the item is for; without it, a PEM block is a
+	// key (or a certificate) and anything else may be a password or a
+	// token: judged, since a warning too many costs less than a weak
+	// password nobody was told about.
+	judge := len(fields) > 0 || (!known && !holdsPEM(value))
+	if judge && weak(value) {
+		fmt.Fprintf(c.stderr, "actiongw: warning: %v\n", &weakSecretError{Name: name, Fields: fields})
+	}
 	return nil
+}
+
+// secretFields returns the fields of the config that use the keyring item
+// name for a guessable value (config.GuessableSecrets), and whether the
+// config names it at all. The config is the one -config names, which must
+// load, else the default lookup's, when one loads there.
+func (c *cli) secretFields(path, name string) (fields []string, named bool, err error) {
+	var cfg *config.Config
+	if path != "" {
+		if cfg, err = c.loadConfig(path); err != nil {
+			return nil, false, err
+		}
+	} else if cfg, err = config.Load(config.DefaultPath(c.getenv)); err != nil {
+		return nil, false, nil // none there, or not one that loads: the value alone is judged
+	}
+	return cfg.GuessableSecrets()[name], slices.Contains(cfg.SecretNames(), name), nil
 }
 
 // storeSecret stores value in the keyring under name and says so on out:
@@ -86,7 +133,7 @@ func (c *cli) storeSecret(ctx context.Context, out io.Writer, name string, value
 }
 
 func (c *cli) secretDelete(ctx context.Context, args []string) error {
-	name, err := c.secretName("delete", args)
+	name, err := c.secretName(c.flags("secret delete", "secret delete NAME"), "delete", args)
 	if err != nil {
 		return err
 	}
@@ -113,7 +160,7 @@ func (c *cli) secretList(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.stdout, "the config names no secrets")
 		return nil
 	}
-	problems, err := lookupSecrets(ctx, c.keyring(), names)
+	problems, err := lookupSecrets(ctx, c.keyring(), names, nil)
 	if err != nil {
 		return fmt.Errorf("secret list: %w", err)
 	}
@@ -145,11 +192,13 @@ func (c *cli) keyring() *secrets.Keyring {
 }
 
 // lookupSecrets reports what is wrong with each of names in the keyring:
-// nothing (nil), not there (*secrets.NotFoundError), or too short to
-// redact (*redact.ShortSecretError). An error is about the keyring as a
-// whole (no Secret Service, a locked keyring): it ends the lookup, since
-// every other name would fail the same way.
-func lookupSecrets(ctx context.Context, kr *secrets.Keyring, names []string) (map[string]error, error) {
+// nothing (nil), not there (*secrets.NotFoundError), too short to redact
+// (*redact.ShortSecretError), or, for a name that guessable maps to the
+// fields using it (config.GuessableSecrets), weak (*weakSecretError). An
+// error is about the keyring as a whole (no Secret Service, a locked
+// keyring): it ends the lookup, since every other name would fail the
+// same way.
+func lookupSecrets(ctx context.Context, kr *secrets.Keyring, names []string, guessable map[string][]string) (map[string]error, error) {
 	problems := make(map[string]error, len(names))
 	for _, name := range names {
 		v, err := kr.Get(ctx, name)
@@ -161,6 +210,8 @@ func lookupSecrets(ctx context.Context, kr *secrets.Keyring, names []string) (ma
 			return nil, err
 		case v.Len() < redact.MinSecretLen:
 			problems[name] = &redact.ShortSecretError{Name: name}
+		case len(guessable[name]) > 0 && weak(v.Reveal()):
+			problems[name] = &weakSecretError{Name: name, Fields: guessable[name]}
 		default:
 			problems[name] = nil
 		}
@@ -168,9 +219,68 @@ func lookupSecrets(ctx context.Context, kr *secrets.Keyring, names []string) (ma
 	return problems, nil
 }
 
-// secretName parses the arguments of set and delete: exactly one NAME.
-func (c *cli) secretName(sub string, args []string) (string, error) {
-	fs := c.flags("secret "+sub, "secret "+sub+" NAME")
+// minGuessBits is the strength below which a secret counts as one an
+// agent could find by trying: 2^60 guesses.
+const minGuessBits = 60
+
+// maxJudgedRunes bounds the part of a value the estimator reads. zxcvbn's
+// matchers grow faster than the square of the length (1,000 characters
+// take tens of seconds, 100 about a tenth of one), and its authors
+// suggest judging the first 100. What follows is not counted, so a long
+// value is judged by its start: a weak start in a long value that is
+// strong is a warning too many, never one too few for a short value.
+const maxJudgedRunes = 100
+
+// weak reports whether value could be found in under 2^minGuessBits
+// guesses, as zxcvbn (github.com/trustelem/zxcvbn) estimates them: it
+// knows what guessing tries first (common passwords, words, names, dates,
+// keyboard walks, repeats, sequences, l33t), which counting characters
+// does not. The estimator takes a string, so the value is copied into
+// memory that cannot be cleared, as any use of it (a request, a redactor)
+// does.
+func weak(value []byte) bool {
+	var s strings.Builder
+	for i, n := 0, 0; i < len(value) && n < maxJudgedRunes; n++ {
+		r, size := utf8.DecodeRune(value[i:])
+		if r == utf8.RuneError && size == 1 {
+			r = rune(value[i]) // a byte of a binary value: one of 256, as Latin-1 counts it
+		}
+		s.WriteRune(r)
+		i += size
+	}
+	guesses := zxcvbn.PasswordStrength(s.String(), nil).Guesses
+	return math.Log2(guesses) < minGuessBits
+}
+
+// holdsPEM reports whether value holds a PEM armor line, as a private
+// key (or a certificate) does, which no one guesses. The line is enough:
+// a key that does not parse is check's to report, not a password.
+func holdsPEM(value []byte) bool {
+	return bytes.Contains(value, []byte("-----BEGIN "))
+}
+
+// weakSecretError is a secret that could be found by guessing. It names
+// the keyring item and the fields that use it, and never holds the value
+// nor anything computed from it.
+type weakSecretError struct {
+	Name string
+	// Fields are the config fields that use it; empty when no config
+	// names it.
+	Fields []string
+}
+
+func (e *weakSecretError) Error() string {
+	use := "no config names it; if it is a password, a passphrase, a token or a client secret, it"
+	if len(e.Fields) > 0 {
+		use = "used as " + strings.Join(e.Fields, ", ") + ", it"
+	}
+	return fmt.Sprintf("secret %q is weak: %s could be found by trying (under 2^%d guesses, as zxcvbn estimates): an agent that can run commands can try guesses and see whether they come back redacted, and each right guess is only an audit event; change it to a longer random value (openssl rand -base64 32) where it is issued, then store it with: actiongw secret set %s",
+		e.Name, use, minGuessBits, e.Name)
+}
+
+// secretName parses the arguments of set and delete into fs: exactly one
+// NAME.
+func (c *cli) secretName(fs *flag.FlagSet, sub string, args []string) (string, error) {
 	if err := parse(fs, args, 1); err != nil {
 		return "", err
 	}

@@ -324,3 +324,210 @@ func TestSecretSetNoServiceFailsBeforeReading(t *testing.T) {
 		t.Error("secret set read stdin; want it to fail first")
 	}
 }
+
+// guessableConfig uses a keyring item for every kind of field that holds a
+// guessable secret, one kind each (the items of guessableFields), and one
+// for a private key; no target is reachable.
+const guessableConfig = `[server]
+state_dir = %q
+[ssh.pw]
+host = "127.0.0.1"
+port = 1
+user = "deploy"
+password_secret = "s-ssh-password"
+host_key = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+allow_sudo = true
+sudo_secret = "s-sudo"
+[ssh.key]
+host = "127.0.0.1"
+port = 1
+user = "deploy"
+key_secret = "s-key"
+passphrase_secret = "s-passphrase"
+host_key = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+[http.bearer]
+base_url = "http://127.0.0.1:1/"
+allow_private = true
+auth = "bearer"
+token_secret = "s-bearer"
+[http.basic]
+base_url = "http://127.0.0.1:1/"
+allow_private = true
+auth = "basic"
+user = "deploy"
+password_secret = "s-basic"
+[http.header]
+base_url = "http://127.0.0.1:1/"
+allow_private = true
+auth = "header"
+header = "X-Key"
+token_secret = "s-header"
+[http.query]
+base_url = "http://127.0.0.1:1/"
+allow_private = true
+auth = "query"
+param = "key"
+token_secret = "s-query"
+[http.cc]
+base_url = "http://127.0.0.1:1/"
+allow_private = true
+auth = "oauth2_client_credentials"
+token_url = "http://127.0.0.1:1/token"
+client_id = "c"
+client_secret_secret = "s-client-secret"
+[http.rt]
+base_url = "http://127.0.0.1:1/"
+allow_private = true
+auth = "oauth2_refresh_token"
+token_url = "http://127.0.0.1:1/token"
+client_id = "c"
+refresh_token_secret = "s-refresh"
+`
+
+// guessableFields are the items of guessableConfig with the field that
+// uses each, and a weak value for it: what guessing tries first (a word
+// and a year, a keyboard walk, a repeat), each judged well under 60 bits.
+var guessableFields = []struct{ item, field, weak string }{
+	{"s-ssh-password", "ssh.pw.password_secret", "Dragon1987"},
+	{"s-sudo", "ssh.pw.sudo_secret", "qwertyuiop123"},
+	{"s-passphrase", "ssh.key.passphrase_secret", "Monkey!2023"},
+	{"s-bearer", "http.bearer.token_secret", "letmein99"},
+	{"s-basic", "http.basic.password_secret", "1q2w3e4r5t6y"},
+	{"s-header", "http.header.token_secret", "trustno1trustno1"},
+	{"s-query", "http.query.token_secret", "iloveyou2"},
+	{"s-client-secret", "http.cc.client_secret_secret", "sunshine777"},
+	{"s-refresh", "http.rt.refresh_token_secret", "football!!"},
+}
+
+// guessableEnv writes guessableConfig and returns its path, and the
+// environment of a command on a keyring service of its own whose items
+// are removed at cleanup.
+func guessableEnv(t *testing.T) (cfgPath string, env []string, kr *secrets.Keyring) {
+	t.Helper()
+	testenv.SecretService(t)
+	root := t.TempDir()
+	cfgPath = filepath.Join(root, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(guessableConfig, filepath.Join(root, "state"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kr = &secrets.Keyring{Service: "actiongw-test-" + randomHex(t, 6)}
+	t.Cleanup(func() {
+		for _, f := range guessableFields {
+			kr.Delete(context.Background(), f.item)
+		}
+		for _, name := range []string{"s-key", "s-unnamed"} {
+			kr.Delete(context.Background(), name)
+		}
+	})
+	return cfgPath, append(canaryEnv(t, root), "ACTIONGW_KEYRING_SERVICE="+kr.Service), kr
+}
+
+// assertNoPart fails when out holds the value or any 5 bytes of it in a
+// row, in any case: a warning names the item, never what it holds.
+func assertNoPart(t *testing.T, what, out, value string) {
+	t.Helper()
+	lower := strings.ToLower(out)
+	for i := 0; i+5 <= len(value); i++ {
+		if part := strings.ToLower(value[i : i+5]); strings.Contains(lower, part) {
+			t.Errorf("%s printed part of the value (%q):\n%s", what, part, out)
+			return
+		}
+	}
+}
+
+// TestSecretSetWeak stores weak and strong values with the real secret set
+// for each kind of guessable field, and values no config judges or names:
+// a weak one is warned about on stderr, naming the item and the field,
+// with why and what to do, never the value; a strong one is not.
+func TestSecretSetWeak(t *testing.T) {
+	cfgPath, env, kr := guessableEnv(t)
+	bin := actiongwBinary(t)
+	set := func(t *testing.T, value string, env []string, args ...string) (stdout, stderr string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"secret", "set"}, args...)...)
+		stdin := value + "\n" // as echo sends a one-line value; a key file comes as it is
+		if strings.Contains(value, "\n") {
+			stdin = value
+		}
+		cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("secret set %q: %v\n%s%s", args, err, &o, &e)
+		}
+		name := args[len(args)-1]
+		if v, err := kr.Get(t.Context(), name); err != nil || string(v.Reveal()) != value {
+			t.Fatalf("secret set %s: the keyring holds %d bytes, %v; want the value stored even when weak", name, v.Len(), err)
+		}
+		assertNoPart(t, "secret set "+name, o.String()+e.String(), value)
+		return o.String(), e.String()
+	}
+	why := []string{"could be found by trying", "under 2^60 guesses", "see whether they come back redacted", "audit event", "longer random value"}
+	for _, f := range guessableFields {
+		t.Run(f.field, func(t *testing.T) {
+			_, stderr := set(t, f.weak, env, "-config", cfgPath, f.item)
+			for _, w := range append([]string{`warning: secret "` + f.item + `" is weak`, "used as " + f.field, "actiongw secret set " + f.item}, why...) {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("weak value: stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			strong := "tok_" + rand.Text()
+			if _, stderr := set(t, strong, env, "-config", cfgPath, f.item); stderr != "" {
+				t.Errorf("strong value: stderr %q; want none", stderr)
+			}
+		})
+	}
+	t.Run("config from ACTIONGW_CONFIG", func(t *testing.T) {
+		_, stderr := set(t, "Dragon1987", append(env, "ACTIONGW_CONFIG="+cfgPath), "s-ssh-password")
+		if !strings.Contains(stderr, "used as ssh.pw.password_secret") {
+			t.Errorf("stderr %q; want the warning to name the field from the default lookup's config", stderr)
+		}
+	})
+	t.Run("used as a private key", func(t *testing.T) {
+		if _, stderr := set(t, "Dragon1987", env, "-config", cfgPath, "s-key"); stderr != "" {
+			t.Errorf("stderr %q; want none: key_secret is not judged (check says whether it is a key)", stderr)
+		}
+	})
+	t.Run("named by no config", func(t *testing.T) {
+		_, stderr := set(t, "Princess2020", env, "s-unnamed")
+		for _, w := range append([]string{`secret "s-unnamed" is weak`, "no config names it"}, why...) {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("stderr lacks %q:\n%s", w, stderr)
+			}
+		}
+		if _, stderr := set(t, "baseball1234", env, "-config", cfgPath, "s-unnamed"); !strings.Contains(stderr, "no config names it") {
+			t.Errorf("an item the config does not name: stderr %q; want it judged alone", stderr)
+		}
+		pem := "-----BEGIN OPENSSH PRIVATE KEY-----\nDragon1987\n-----END OPENSSH PRIVATE KEY-----\n"
+		if _, stderr := set(t, pem, env, "s-unnamed"); stderr != "" {
+			t.Errorf("a PEM block: stderr %q; want none", stderr)
+		}
+	})
+	t.Run("config asked for that does not load", func(t *testing.T) {
+		cmd := exec.Command(bin, "secret", "set", "-config", filepath.Join(t.TempDir(), "none.toml"), "s-unnamed")
+		cmd.Env, cmd.Stdin = env, strings.NewReader("Dragon1987")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "no config at") {
+			t.Errorf("got %v, %s; want the missing config named before the value is read", err, out)
+		}
+	})
+}
+
+// BenchmarkWeak measures the estimate on a token, and on the values
+// maxJudgedRunes keeps from taking seconds: long ones, random or made of
+// repeats (zxcvbn's slowest matchers).
+func BenchmarkWeak(b *testing.B) {
+	long := strings.Repeat(rand.Text(), 200)
+	for _, bc := range []struct{ name, value string }{
+		{"token", "tok_" + rand.Text()},
+		{"random 4 KiB", long[:4096]},
+		{"repeats 4 KiB", strings.Repeat("ab", 2048)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.value)))
+			for b.Loop() {
+				weak([]byte(bc.value))
+			}
+		})
+	}
+}

@@ -250,6 +250,15 @@ type SSHTarget struct {
 	// Cwd is the directory commands run in unless a call gives one; empty
 	// is the login directory.
 	Cwd string `toml:"cwd"`
+	// AllowCwd are the directories a command may run in (a call's cwd, or
+	// Cwd), as allow_paths patterns: absolute, "*" for one segment, a
+	// final "**" for a directory and all under it. A directory is matched
+	// as cleaned ("..", "//" and trailing slashes resolved as text, symlinks
+	// not followed), and a relative one is refused. The directory decides
+	// which file a relative program ("./run.sh") is, so a person who lists
+	// one in allow_commands lists here where it may run; with AllowCwd,
+	// Cwd is required and must match it. Empty allows any directory.
+	AllowCwd []string `toml:"allow_cwd"`
 	// Env is set for every command on this target; a call's env adds to
 	// it and wins, for the names AllowEnv allows.
 	Env map[string]string `toml:"env"`
@@ -970,6 +979,18 @@ func (c *Config) Validate() error {
 		if len(t.Cwd) > MaxCwdBytes || strings.IndexByte(t.Cwd, 0) >= 0 {
 			bad(f+".cwd", "must be at most %d bytes, with no NUL", MaxCwdBytes)
 		}
+		dirs := &policy.Dirs{Allow: t.AllowCwd}
+		switch err := dirs.Validate(); {
+		case err != nil:
+			bad(f+".allow_cwd", "%v", err)
+		case len(t.AllowCwd) > 0 && t.Cwd == "":
+			bad(f+".allow_cwd", `needs cwd: the directory a command runs in when a call gives none (the login directory cannot be checked against allow_cwd); set cwd = "DIR" to one it allows`)
+		case len(t.AllowCwd) > 0:
+			var de *policy.DeniedError
+			if _, err := dirs.Check(t.Cwd); errors.As(err, &de) {
+				bad(f+".cwd", "must be a directory allow_cwd allows: %s", de.Reason)
+			}
+		}
 		if len(t.Env) > MaxEnv {
 			bad(f+".env", "must set at most %d variables, got %d", MaxEnv, len(t.Env))
 		}
@@ -1300,6 +1321,37 @@ func secretNames(names ...string) []string {
 	names = slices.DeleteFunc(names, func(s string) bool { return s == "" })
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// GuessableSecrets returns, for every keyring item the config names in a
+// field whose value could be found by guessing, the fields that name it
+// ("ssh.web1.password_secret"), sorted. Those fields hold what a person
+// picks or a service may issue short: the passwords (password_secret,
+// sudo_secret, and basic auth's password_secret), a key's passphrase, the
+// tokens (token_secret, for bearer, header and query auth; OAuth2's
+// refresh_token_secret) and OAuth2 client secrets. Private keys
+// (key_secret, client_key_secret) and certificates (certificate_secret)
+// are not: a key is a large random number, a certificate is public.
+func (c *Config) GuessableSecrets() map[string][]string {
+	fields := map[string][]string{}
+	add := func(prefix string, named map[string]string) {
+		for field, name := range named {
+			if name != "" {
+				fields[name] = append(fields[name], prefix+"."+field)
+			}
+		}
+	}
+	for name, t := range c.SSH {
+		add("ssh."+name, map[string]string{"password_secret": t.PasswordSecret, "passphrase_secret": t.PassphraseSecret, "sudo_secret": t.SudoSecret})
+	}
+	for name, e := range c.HTTP {
+		add("http."+name, map[string]string{"token_secret": e.TokenSecret, "password_secret": e.PasswordSecret,
+			"client_secret_secret": e.ClientSecretSecret, "refresh_token_secret": e.RefreshTokenSecret})
+	}
+	for _, f := range fields {
+		slices.Sort(f)
+	}
+	return fields
 }
 
 func expandHome(p string) string {

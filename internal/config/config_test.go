@@ -93,6 +93,21 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad regexp",
 			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\nallow_commands = [\"(\"]\n",
 			[]string{"ssh.a.allow_commands[0]"}},
+		{"allow_cwd not a glob of absolute paths",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/srv/app\"\nallow_cwd = [\"/srv/**\", \"srv/app\"]\n",
+			[]string{"line 6: ssh.a.allow_cwd", `allow_cwd[1] "srv/app": it is not an absolute path`}},
+		{"allow_cwd with a wildcard inside a segment",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/srv/app\"\nallow_cwd = [\"/srv/app-*\"]\n",
+			[]string{"line 6: ssh.a.allow_cwd", "wildcards match whole segments only"}},
+		{"allow_cwd without cwd",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\nallow_cwd = [\"/srv/app/**\"]\n",
+			[]string{"line 5: ssh.a.allow_cwd", "needs cwd", "login directory"}},
+		{"cwd outside allow_cwd",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/home/u\"\nallow_cwd = [\"/srv/app/**\"]\n",
+			[]string{"line 5: ssh.a.cwd", "must be a directory allow_cwd allows", `"/home/u" matches no allowed directory`}},
+		{"relative cwd with allow_cwd",
+			"[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"app\"\nallow_cwd = [\"/srv/app/**\"]\n",
+			[]string{"line 5: ssh.a.cwd", `"app" is not an absolute path`}},
 		{"base url with userinfo",
 			"[http.api]\nbase_url = \"https://u:p@x\"\n",
 			[]string{"http.api.base_url", "userinfo"}},
@@ -226,6 +241,85 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("ParseConfig error = %q; must not repeat the inline credential", err)
 			}
 		})
+	}
+}
+
+func TestAllowCwd(t *testing.T) {
+	cfg, err := Parse([]byte("[ssh.a]\nhost = \"h\"\nuser = \"u\"\nagent = true\ncwd = \"/srv/app/current/\"\nallow_cwd = [\"/srv/app/**\", \"/home/*/work\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.SSH["a"].AllowCwd, []string{"/srv/app/**", "/home/*/work"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("allow_cwd: got %q; want %q", got, want)
+	}
+}
+
+func TestGuessableSecrets(t *testing.T) {
+	cert, _ := tlstest.NewCA(t, "test CA").Client(t, "client")
+	certFile := filepath.Join(t.TempDir(), "client.pem")
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte(strings.ReplaceAll(`
+[ssh.a]
+host = "h"
+user = "u"
+password_secret = "a-pass"
+allow_sudo = true
+sudo_secret = "shared"
+[ssh.b]
+host = "h"
+user = "u"
+key_secret = "b-key"
+passphrase_secret = "b-phrase"
+certificate_secret = "b-cert"
+[http.bearer]
+base_url = "https://x"
+auth = "bearer"
+token_secret = "shared"
+[http.basic]
+base_url = "https://x"
+auth = "basic"
+user = "u"
+password_secret = "basic-pass"
+client_cert = "@CERT@"
+client_key_secret = "tls-key"
+[http.header]
+base_url = "https://x"
+auth = "header"
+header = "X-Key"
+token_secret = "header-token"
+[http.query]
+base_url = "https://x"
+auth = "query"
+param = "key"
+token_secret = "query-token"
+[http.cc]
+base_url = "https://x"
+auth = "oauth2_client_credentials"
+token_url = "https://x/token"
+client_id = "c"
+client_secret_secret = "cc-secret"
+[http.rt]
+base_url = "https://x"
+auth = "oauth2_refresh_token"
+token_url = "https://x/token"
+client_id = "c"
+client_secret_secret = "rt-client-secret"
+refresh_token_secret = "rt-token"
+`, "@CERT@", certFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"a-pass": {"ssh.a.password_secret"}, "shared": {"http.bearer.token_secret", "ssh.a.sudo_secret"},
+		"b-phrase": {"ssh.b.passphrase_secret"}, "basic-pass": {"http.basic.password_secret"},
+		"header-token": {"http.header.token_secret"}, "query-token": {"http.query.token_secret"},
+		"cc-secret": {"http.cc.client_secret_secret"}, "rt-client-secret": {"http.rt.client_secret_secret"},
+		"rt-token": {"http.rt.refresh_token_secret"},
+	}
+	if got := cfg.GuessableSecrets(); !reflect.DeepEqual(got, want) {
+		t.Errorf("GuessableSecrets():\ngot  %v\nwant %v (no key_secret, certificate_secret or client_key_secret)", got, want)
 	}
 }
 
