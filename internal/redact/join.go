@@ -57,23 +57,6 @@ func (v *view) build(prev byte, pure bool, x []byte, end bool) {
 	// lineStart is where the current line begins (-1: before x, where its
 	// bytes are all base64 characters if pure is set).
 	lineStart := -1
-	// pureTo reports whether the current line, up to to, is of base64
-	// characters only; it looks back from to and stops at the first other
-	// byte, which text has near the end of every line.
-	pureTo := func(to int) bool {
-		for i := to - 1; i >= max(lineStart, 0); i-- {
-			if !base64Char[x[i]] {
-				return false
-			}
-		}
-		return lineStart >= 0 || pure
-	}
-	leftOf := func(i int) byte {
-		if i > 0 {
-			return x[i-1]
-		}
-		return prev
-	}
 	if !end && n > 0 {
 		switch x[n-1] {
 		case '\n':
@@ -95,7 +78,7 @@ func (v *view) build(prev byte, pure bool, x []byte, end bool) {
 		}
 		// Most breaks end a line of text: the byte after, or the bytes
 		// before, tell so at once.
-		if base64Char[x[i+1]] && (start > 0 && base64Char[x[start-1]] || start == 0 && base64Char[prev]) && pureTo(start) {
+		if base64Char[x[i+1]] && endsBase64Line(x, prev, pure, lineStart, start) {
 			if !copied {
 				v.buf, copied = v.buf[:0], true
 			}
@@ -112,7 +95,7 @@ func (v *view) build(prev byte, pure bool, x []byte, end bool) {
 	}
 	// A break (or "\r") at the end waits for the next byte only if it
 	// ends a line of base64 characters.
-	if b := n - v.pend; v.pend > 0 && (!base64Char[leftOf(b)] || !pureTo(b)) {
+	if v.pend > 0 && !endsBase64Line(x, prev, pure, lineStart, n-v.pend) {
 		v.pend = 0
 	}
 	if !copied {
@@ -121,6 +104,23 @@ func (v *view) build(prev byte, pure bool, x []byte, end bool) {
 	}
 	v.buf = append(v.buf, x[from:n-v.pend]...)
 	v.y = v.buf
+}
+
+// endsBase64Line reports whether x[:to] ends a non-empty line of base64
+// characters only that began at lineStart (-1: before x, after prev,
+// where it was all base64 characters if pure is set). It looks back from
+// to and stops at the first other byte, which text has near the end of
+// every line.
+func endsBase64Line(x []byte, prev byte, pure bool, lineStart, to int) bool {
+	if to == 0 {
+		return lineStart < 0 && pure && base64Char[prev]
+	}
+	for i := to - 1; i >= max(lineStart, 0); i-- {
+		if !base64Char[x[i]] {
+			return false
+		}
+	}
+	return lineStart >= 0 && to > lineStart || lineStart < 0 && pure
 }
 
 // pureAt reports whether the line of x at index i, before it, is of
