@@ -230,8 +230,9 @@ func (c *conn) readLoop() {
 		if err != nil {
 			var oe *wire.OversizeError
 			if errors.As(err, &oe) {
-				c.log.Warn("discarded an oversize frame", "bytes", oe.Size, "max_frame_bytes", oe.Limit)
-				c.reply(codeInvalidRequest,
+				id := oe.ID()
+				c.log.Warn("discarded an oversize frame", "bytes", oe.Size, "max_frame_bytes", oe.Limit, "id_read", id != nil)
+				c.reply(id, codeInvalidRequest,
 					fmt.Sprintf("frame of %d bytes exceeds max_frame_bytes (%d) and was discarded", oe.Size, oe.Limit),
 					map[string]int64{"max_frame_bytes": int64(oe.Limit), "frame_bytes": oe.Size})
 				continue
@@ -257,23 +258,29 @@ func (c *conn) readLoop() {
 }
 
 // decode parses one frame, answering it with an error if it is not a single
-// JSON-RPC message.
+// JSON-RPC message. The error carries the frame's id whenever its top
+// level shows one, so that the call it was ends at the client: a frame
+// nested deeper than the decoder allows, JSON that breaks off after the
+// id, a message with a member of the wrong type.
 func (c *conn) decode(frame []byte) (jsonrpc.Message, bool) {
 	msg, err := jsonrpc.DecodeMessage(frame)
 	if err == nil {
 		return msg, true
 	}
 	c.metrics.ParseErrors.Add(1)
+	id, whole := wire.RequestID(frame)
 	switch {
-	case !json.Valid(frame):
-		c.log.Warn("malformed JSON frame", "bytes", len(frame))
-		c.reply(jsonrpc.CodeParseError, "parse error: the frame is not valid JSON", nil)
+	case !whole && !json.Valid(frame):
+		// A whole object that json.Valid refuses is one nested too deep
+		// for it: valid JSON, and answered as an invalid request below.
+		c.log.Warn("malformed JSON frame", "bytes", len(frame), "id_read", id != nil)
+		c.reply(id, jsonrpc.CodeParseError, "parse error: the frame is not valid JSON", nil)
 	case bytes.HasPrefix(bytes.TrimLeft(frame, " \t"), []byte("[")):
 		c.log.Warn("JSON-RPC batch rejected", "bytes", len(frame))
-		c.reply(codeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", nil)
+		c.reply(nil, codeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", nil)
 	default:
-		c.log.Warn("invalid JSON-RPC message", "bytes", len(frame), "error", err)
-		c.reply(codeInvalidRequest, "invalid request: "+err.Error(), nil)
+		c.log.Warn("invalid JSON-RPC message", "bytes", len(frame), "id_read", id != nil, "error", err)
+		c.reply(id, codeInvalidRequest, "invalid request: "+err.Error(), nil)
 	}
 	return nil, false
 }
@@ -316,11 +323,12 @@ func (c *conn) track(msg jsonrpc.Message) {
 	c.log.Debug("cancel received", "id", id.Raw())
 }
 
-// reply queues an error with a null id without ever blocking the reader:
-// with the queue full (stdout blocked), the answer is dropped and logged.
-func (c *conn) reply(code int64, message string, data any) {
+// reply queues an error for a frame that could not be taken, with the
+// frame's id (nil: null), without ever blocking the reader: with the
+// queue full (stdout blocked), the answer is dropped and logged.
+func (c *conn) reply(id json.RawMessage, code int64, message string, data any) {
 	select {
-	case c.queue <- outFrame{data: wire.ErrorFrame(code, message, data)}:
+	case c.queue <- outFrame{data: wire.ErrorFrame(id, code, message, data)}:
 	default:
 		c.log.Warn("write queue full; error reply not sent", "code", code)
 	}
