@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -34,8 +35,18 @@ import (
 // with the result instead of sending them.
 const multiRoundTrip = "2026-07-28"
 
-// maxRounds bounds the questions waiting for a call to come again.
+// maxRounds bounds the questions waiting for a call to come again. Each
+// is forgotten when its call comes back, or at its expiry (roundTTL).
 const maxRounds = 64
+
+// roundTTL is how long a question sent back with a result is kept for
+// its call to come back: an answer later than q.Timeout is a timeout, and
+// until twice that (and roundGrace for the call's way back) it is told so
+// rather than asked again.
+func roundTTL(q *gateway.Question) time.Duration { return 2*q.Timeout + roundGrace }
+
+// roundGrace is a minute; tests shorten it.
+var roundGrace = time.Minute
 
 // decisions are the values of the one field of a question's form.
 const (
@@ -48,13 +59,62 @@ const (
 // question asked at a time, and the rounds of questions sent back.
 type approvals struct {
 	turn chan struct{} // holds a token while a question is out
+	// asking, if set, reports the questions out at the client and those
+	// withdrawn there (the connection's count).
+	asking func() (open int, withdrawn int64)
 
 	mu     sync.Mutex
 	rounds map[string]*round // by request state
+	closed bool
 }
 
 func newApprovals() *approvals {
 	return &approvals{turn: make(chan struct{}, 1), rounds: map[string]*round{}}
+}
+
+// ApprovalStats is where a server's questions to the person stand, in
+// the health tool's result.
+type ApprovalStats struct {
+	// Asking counts the questions sent as elicitation/create that the
+	// client has neither answered nor had withdrawn: at most one.
+	Asking int `json:"asking"`
+	// Withdrawn counts the questions withdrawn at the client
+	// (notifications/cancelled) because they timed out or their call
+	// ended.
+	Withdrawn int64 `json:"withdrawn"`
+	// Rounds counts the questions sent back with a call's result (MCP
+	// 2026-07-28) kept for the call to come back with the answer.
+	Rounds int `json:"rounds"`
+}
+
+func (ap *approvals) stats() ApprovalStats {
+	var st ApprovalStats
+	if ap.asking != nil {
+		st.Asking, st.Withdrawn = ap.asking()
+	}
+	ap.mu.Lock()
+	st.Rounds = len(ap.rounds)
+	ap.mu.Unlock()
+	return st
+}
+
+// close forgets every round and stops their timers.
+func (ap *approvals) close() {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	for state, r := range ap.rounds {
+		ap.forget(state, r)
+	}
+	ap.closed = true
+}
+
+// forget drops the round kept under state; ap.mu is held.
+func (ap *approvals) forget(state string, r *round) {
+	if ap.rounds[state] != r {
+		return
+	}
+	delete(ap.rounds, state)
+	r.expiry.Stop()
 }
 
 // round is the questions of one call answered so far, and the one it
@@ -65,7 +125,7 @@ type round struct {
 	asked    *gateway.Question // nil once answered
 	id       string            // the input request's id
 	sent     time.Time         // when asked went out
-	expires  time.Time         // the round is forgotten then
+	expiry   *time.Timer       // forgets the round, unless its call came back first
 	params   *mcp.ElicitParams // what asked was sent as
 }
 
@@ -77,6 +137,7 @@ type answer struct {
 // asker is the gateway.Approver of one call.
 type asker struct {
 	ap  *approvals
+	log *slog.Logger
 	req *mcp.CallToolRequest
 	// out is set when the call is to return a question instead of a
 	// result: the round, under its new state.
@@ -85,7 +146,7 @@ type asker struct {
 }
 
 func (env *toolEnv) askerFor(req *mcp.CallToolRequest) *asker {
-	return &asker{ap: env.approvals, req: req}
+	return &asker{ap: env.approvals, log: env.log, req: req}
 }
 
 // callDigest names a call by its tool and its arguments as they came.
@@ -117,7 +178,12 @@ func (a *asker) Ask(ctx context.Context, q *gateway.Question) (gateway.Answer, t
 
 // askNow sends q as elicitation/create and waits for the answer. Waiting
 // for the question's turn counts against q.Timeout too, so that calls
-// queued behind a question nobody answers end.
+// queued behind a question nobody answers end. A question not answered
+// is withdrawn at the client before askNow returns, so before the call's
+// result and the next question: the SDK sends its own cancellation from
+// a goroutine that may lose that race, and gives it up after 5 s of a
+// host that does not read, leaving the client a question nobody waits
+// for.
 func (a *asker) askNow(ctx context.Context, q *gateway.Question) (gateway.Answer, time.Duration, error) {
 	start := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, q.Timeout)
@@ -131,8 +197,19 @@ func (a *asker) askNow(ctx context.Context, q *gateway.Question) (gateway.Answer
 		return gateway.AnswerTimeout, time.Since(start), nil
 	}
 	defer func() { <-a.ap.turn }()
-	res, err := a.req.Session.Elicit(tctx, elicitParams(q))
+	wctx, w := withWithdrawal(tctx)
+	res, err := a.req.Session.Elicit(wctx, elicitParams(q))
 	took := time.Since(start)
+	reason := "the question failed"
+	switch {
+	case ctx.Err() != nil:
+		reason = fmt.Sprintf("the call ended: %v", context.Cause(ctx))
+	case tctx.Err() != nil:
+		reason = fmt.Sprintf("no answer within %v", q.Timeout)
+	}
+	if w.withdraw(reason) > 0 {
+		a.log.Info("approval question withdrawn", "target", q.Target, "asked", q.Asked, "reason", reason)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return "", took, ctx.Err()
@@ -154,10 +231,8 @@ func (a *asker) askLater(q *gateway.Question) (gateway.Answer, time.Duration, er
 	ap := a.ap
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
-	for state, r := range ap.rounds {
-		if now.After(r.expires) {
-			delete(ap.rounds, state)
-		}
+	if ap.closed {
+		return "", 0, &gateway.CannotAskError{Reason: "the server is shutting down"}
 	}
 	r := a.out
 	if r == nil {
@@ -165,7 +240,7 @@ func (a *asker) askLater(q *gateway.Question) (gateway.Answer, time.Duration, er
 		// gone whatever the answer, and a round for other arguments is
 		// no round of this call.
 		if got, ok := ap.rounds[p.RequestState]; ok && p.RequestState != "" {
-			delete(ap.rounds, p.RequestState)
+			ap.forget(p.RequestState, got)
 			if got.call == call {
 				r = got
 			}
@@ -197,9 +272,18 @@ func (a *asker) askLater(q *gateway.Question) (gateway.Answer, time.Duration, er
 	if len(ap.rounds) >= maxRounds {
 		return "", 0, &gateway.CannotAskError{Reason: fmt.Sprintf("%d questions already wait for their calls to come back", maxRounds)}
 	}
-	r.asked, r.id, r.sent, r.expires, r.params = q, rand.Text(), now, now.Add(2*q.Timeout+time.Minute), elicitParams(q)
-	a.out, a.outState = r, rand.Text()
-	ap.rounds[a.outState] = r
+	if a.outState != "" {
+		ap.forget(a.outState, r) // a later question of this call goes under a new state
+	}
+	state := rand.Text()
+	r.asked, r.id, r.sent, r.params = q, rand.Text(), now, elicitParams(q)
+	r.expiry = time.AfterFunc(roundTTL(q), func() {
+		ap.mu.Lock()
+		ap.forget(state, r)
+		ap.mu.Unlock()
+	})
+	a.out, a.outState = r, state
+	ap.rounds[state] = r
 	return "", 0, gateway.ErrAskLater
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -61,6 +62,11 @@ type conn struct {
 
 	mu       sync.Mutex
 	inflight map[jsonrpc.ID]*inflight // calls read whose response has not started
+	// asked are the requests sent to the host under a withdrawal (a
+	// question) that it has not answered, until their withdrawal is
+	// done: see withdrawal.
+	asked     map[jsonrpc.ID]*sentRequest
+	withdrawn atomic.Int64 // requests withdrawn with notifications/cancelled
 }
 
 // inflight is one call from the host whose response has not begun to be
@@ -70,10 +76,20 @@ type inflight struct {
 	cancelled bool
 }
 
+// sentRequest is a request the server sent the host under a withdrawal.
+type sentRequest struct {
+	// withdrawn: the withdrawal's cancellation is queued, and the SDK's
+	// own (which it sends from a goroutine of its own when the request's
+	// context ends, maybe after the call's result) is dropped when it
+	// comes. sdkCancelled: it came first, and was dropped.
+	withdrawn, sdkCancelled bool
+}
+
 type outFrame struct {
-	data []byte
-	id   jsonrpc.ID // for a response to a tracked call
-	call *inflight  // nil unless data is such a response
+	data  []byte
+	id    jsonrpc.ID // for a response to a tracked call, or a request asked
+	call  *inflight  // nil unless data is such a response
+	asked bool       // data is a request sent under a withdrawal
 }
 
 func newConn(in io.Reader, out io.Writer, limit int, metrics *wire.Metrics, log *slog.Logger) *conn {
@@ -91,6 +107,7 @@ func newConn(in io.Reader, out io.Writer, limit int, metrics *wire.Metrics, log 
 		closed:    make(chan struct{}),
 		aborted:   make(chan struct{}),
 		inflight:  make(map[jsonrpc.ID]*inflight),
+		asked:     make(map[jsonrpc.ID]*sentRequest),
 
 		writerExited: make(chan struct{}),
 	}
@@ -131,6 +148,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("encoding message: %w", err)
 	}
 	f := outFrame{data: append(data, '\n')}
+	if req, ok := msg.(*jsonrpc.Request); ok && c.sending(ctx, req, &f) {
+		return nil
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
 		c.mu.Lock()
 		call := c.inflight[resp.ID]
@@ -153,12 +173,172 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.forget(f)
 		return ctx.Err()
 	case <-c.writeDone:
+		c.forget(f)
 		return c.writeErr
 	case <-c.aborted:
+		c.forget(f)
 		return c.abortErr
 	case <-c.closed:
+		c.forget(f)
 		return mcp.ErrConnectionClosed
 	}
+}
+
+// sending notes a request the server sends: a call under a withdrawal is
+// recorded with it. It reports true for the SDK's cancellation of such a
+// call, which is dropped: the withdrawal sends its own, ahead of the
+// call's result.
+func (c *conn) sending(ctx context.Context, req *jsonrpc.Request, f *outFrame) (drop bool) {
+	if req.IsCall() {
+		if w, ok := ctx.Value(withdrawalKey{}).(*withdrawal); ok {
+			// Recorded before it is queued, so that an answer read at
+			// once finds it; forget undoes it if it is never queued.
+			c.mu.Lock()
+			c.asked[req.ID] = &sentRequest{}
+			c.mu.Unlock()
+			w.add(c, req.ID)
+			f.id, f.asked = req.ID, true
+		}
+		return false
+	}
+	if req.Method != methodCancelled {
+		return false
+	}
+	id, ok := cancelledID(req.Params)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sr := c.asked[id]
+	switch {
+	case sr == nil:
+		return false
+	case sr.withdrawn:
+		delete(c.asked, id) // nothing more will come for it
+	default:
+		sr.sdkCancelled = true
+	}
+	c.log.Debug("the SDK's cancellation of a question dropped: its withdrawal sends one", "id", id.Raw())
+	return true
+}
+
+// A withdrawal collects the requests the server sends the host under a
+// context (withWithdrawal), so that those it stops waiting for are
+// withdrawn at the host before anything the server sends after: a
+// question that timed out, or whose call was cancelled, is gone from the
+// client when the call's result arrives. Whoever makes one must call
+// withdraw once the requests are done with.
+type withdrawal struct {
+	mu  sync.Mutex
+	c   *conn
+	ids []jsonrpc.ID
+}
+
+type withdrawalKey struct{}
+
+// withWithdrawal returns ctx with a new withdrawal for the requests sent
+// under it.
+func withWithdrawal(ctx context.Context) (context.Context, *withdrawal) {
+	w := &withdrawal{}
+	return context.WithValue(ctx, withdrawalKey{}, w), w
+}
+
+func (w *withdrawal) add(c *conn, id jsonrpc.ID) {
+	w.mu.Lock()
+	w.c = c
+	w.ids = append(w.ids, id)
+	w.mu.Unlock()
+}
+
+// withdraw sends notifications/cancelled, with reason, for each request
+// sent under w that the host has not answered, and returns once they are
+// queued (or the connection is gone): what is written after comes after
+// them. It returns how many it withdrew.
+func (w *withdrawal) withdraw(reason string) int {
+	w.mu.Lock()
+	c, ids := w.c, w.ids
+	w.ids = nil
+	w.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if c.withdraw(id, reason) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *conn) withdraw(id jsonrpc.ID, reason string) bool {
+	c.mu.Lock()
+	sr := c.asked[id]
+	if sr == nil || sr.withdrawn {
+		c.mu.Unlock()
+		return false // answered, or withdrawn already
+	}
+	sr.withdrawn = true
+	if sr.sdkCancelled {
+		delete(c.asked, id)
+	}
+	c.mu.Unlock()
+	params, err := json.Marshal(&mcp.CancelledParams{RequestID: id.Raw(), Reason: reason})
+	if err != nil {
+		c.log.Error("withdrawal not encoded", "id", id.Raw(), "error", err)
+		return false
+	}
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: methodCancelled, Params: params})
+	if err != nil {
+		c.log.Error("withdrawal not encoded", "id", id.Raw(), "error", err)
+		return false
+	}
+	// No deadline: a host that does not read gets the withdrawal once it
+	// reads again, and nothing after it goes out before it anyway.
+	c.log.Debug("withdrawing a question", "id", id.Raw())
+	select {
+	case c.queue <- outFrame{data: append(data, '\n')}:
+		c.withdrawn.Add(1)
+		c.log.Info("question withdrawn at the client", "id", id.Raw(), "reason", reason)
+		return true
+	case <-c.writeDone:
+	case <-c.aborted:
+	case <-c.closed:
+	}
+	return false
+}
+
+// asking reports how many questions the host has neither answered nor
+// had withdrawn, and how many were withdrawn so far.
+func (c *conn) asking() (open int, withdrawn int64) {
+	c.mu.Lock()
+	for _, sr := range c.asked {
+		if !sr.withdrawn {
+			open++
+		}
+	}
+	c.mu.Unlock()
+	return open, c.withdrawn.Load()
+}
+
+// answered forgets a request of the server's that the host answered.
+func (c *conn) answered(resp *jsonrpc.Response) {
+	if !resp.ID.IsValid() {
+		return
+	}
+	c.mu.Lock()
+	delete(c.asked, resp.ID)
+	c.mu.Unlock()
+}
+
+// cancelledID is the request a notifications/cancelled names.
+func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil && id.IsValid()
 }
 
 // Close ends the connection for the SDK: Read returns io.EOF and Write
@@ -207,15 +387,16 @@ func (c *conn) shutdown() {
 	}
 }
 
+// forget undoes what Write noted of a frame it did not queue.
 func (c *conn) forget(f outFrame) {
-	if f.call == nil {
-		return
-	}
 	c.mu.Lock()
-	if c.inflight[f.id] == f.call {
+	defer c.mu.Unlock()
+	if f.asked {
+		delete(c.asked, f.id)
+	}
+	if f.call != nil && c.inflight[f.id] == f.call {
 		delete(c.inflight, f.id)
 	}
-	c.mu.Unlock()
 }
 
 func (c *conn) dropped(id jsonrpc.ID, when string) {
@@ -230,8 +411,9 @@ func (c *conn) readLoop() {
 		if err != nil {
 			var oe *wire.OversizeError
 			if errors.As(err, &oe) {
-				c.log.Warn("discarded an oversize frame", "bytes", oe.Size, "max_frame_bytes", oe.Limit)
-				c.reply(codeInvalidRequest,
+				id := oe.ID()
+				c.log.Warn("discarded an oversize frame", "bytes", oe.Size, "max_frame_bytes", oe.Limit, "id_read", id != nil)
+				c.reply(id, codeInvalidRequest,
 					fmt.Sprintf("frame of %d bytes exceeds max_frame_bytes (%d) and was discarded", oe.Size, oe.Limit),
 					map[string]int64{"max_frame_bytes": int64(oe.Limit), "frame_bytes": oe.Size})
 				continue
@@ -257,23 +439,29 @@ func (c *conn) readLoop() {
 }
 
 // decode parses one frame, answering it with an error if it is not a single
-// JSON-RPC message.
+// JSON-RPC message. The error carries the frame's id whenever its top
+// level shows one, so that the call it was ends at the client: a frame
+// nested deeper than the decoder allows, JSON that breaks off after the
+// id, a message with a member of the wrong type.
 func (c *conn) decode(frame []byte) (jsonrpc.Message, bool) {
 	msg, err := jsonrpc.DecodeMessage(frame)
 	if err == nil {
 		return msg, true
 	}
 	c.metrics.ParseErrors.Add(1)
+	id, whole := wire.RequestID(frame)
 	switch {
-	case !json.Valid(frame):
-		c.log.Warn("malformed JSON frame", "bytes", len(frame))
-		c.reply(jsonrpc.CodeParseError, "parse error: the frame is not valid JSON", nil)
+	case !whole && !json.Valid(frame):
+		// A whole object that json.Valid refuses is one nested too deep
+		// for it: valid JSON, and answered as an invalid request below.
+		c.log.Warn("malformed JSON frame", "bytes", len(frame), "id_read", id != nil)
+		c.reply(id, jsonrpc.CodeParseError, "parse error: the frame is not valid JSON", nil)
 	case bytes.HasPrefix(bytes.TrimLeft(frame, " \t"), []byte("[")):
 		c.log.Warn("JSON-RPC batch rejected", "bytes", len(frame))
-		c.reply(codeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", nil)
+		c.reply(nil, codeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", nil)
 	default:
-		c.log.Warn("invalid JSON-RPC message", "bytes", len(frame), "error", err)
-		c.reply(codeInvalidRequest, "invalid request: "+err.Error(), nil)
+		c.log.Warn("invalid JSON-RPC message", "bytes", len(frame), "id_read", id != nil, "error", err)
+		c.reply(id, codeInvalidRequest, "invalid request: "+err.Error(), nil)
 	}
 	return nil, false
 }
@@ -284,6 +472,7 @@ func (c *conn) decode(frame []byte) (jsonrpc.Message, bool) {
 func (c *conn) track(msg jsonrpc.Message) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
+		c.answered(msg.(*jsonrpc.Response))
 		return
 	}
 	if req.IsCall() {
@@ -298,14 +487,8 @@ func (c *conn) track(msg jsonrpc.Message) {
 		return
 	}
 	c.metrics.CancelsReceived.Add(1)
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(req.Params, &p) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil || !id.IsValid() {
+	id, ok := cancelledID(req.Params)
+	if !ok {
 		return
 	}
 	c.mu.Lock()
@@ -316,11 +499,12 @@ func (c *conn) track(msg jsonrpc.Message) {
 	c.log.Debug("cancel received", "id", id.Raw())
 }
 
-// reply queues an error with a null id without ever blocking the reader:
-// with the queue full (stdout blocked), the answer is dropped and logged.
-func (c *conn) reply(code int64, message string, data any) {
+// reply queues an error for a frame that could not be taken, with the
+// frame's id (nil: null), without ever blocking the reader: with the
+// queue full (stdout blocked), the answer is dropped and logged.
+func (c *conn) reply(id json.RawMessage, code int64, message string, data any) {
 	select {
-	case c.queue <- outFrame{data: wire.ErrorFrame(code, message, data)}:
+	case c.queue <- outFrame{data: wire.ErrorFrame(id, code, message, data)}:
 	default:
 		c.log.Warn("write queue full; error reply not sent", "code", code)
 	}

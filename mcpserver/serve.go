@@ -64,6 +64,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		approvals: newApprovals(),
 	}
 	c := newConn(in, out, limit, env.metrics, log)
+	env.approvals.asking = c.asking
+	defer env.approvals.close()
 	server := newServer(env)
 	ss, err := server.Connect(ctx, c, nil)
 	if err != nil {

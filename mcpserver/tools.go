@@ -91,6 +91,7 @@ type Health struct {
 	UptimeMS      int64         `json:"uptime_ms"`
 	ActiveActions int           `json:"active_actions"`
 	Transport     wire.Snapshot `json:"transport"`
+	Approvals     ApprovalStats `json:"approvals"`
 	// AuditExport counts the audit records sent to syslog; only when
 	// [audit] syslog is set.
 	AuditExport *auditexport.Stats `json:"audit_export,omitempty"`
@@ -105,7 +106,7 @@ func addInfoTools(s *mcp.Server, env *toolEnv) {
 	}, env.listTargets)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "health",
-		Description: "Report the server's version, uptime, running actions and stdio transport counters.",
+		Description: "Report the server's version, uptime, running actions, stdio transport counters and the questions out to the person.",
 		Annotations: readOnly,
 	}, env.health)
 }
@@ -165,6 +166,7 @@ func (env *toolEnv) health(_ context.Context, _ *mcp.CallToolRequest, _ healthIn
 		Version:   env.version,
 		UptimeMS:  time.Since(env.start).Milliseconds(),
 		Transport: env.metrics.Snapshot(),
+		Approvals: env.approvals.stats(),
 	}
 	if env.active != nil {
 		out.ActiveActions = env.active()

@@ -120,13 +120,20 @@ func TestWireLimit(t *testing.T) {
 				}
 				return
 			}
-			e := errs.next(t)
-			if e.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(e.Message, fmt.Sprint(limit)) || !strings.Contains(e.Message, fmt.Sprint(tt.size)) {
-				t.Errorf("got error %d %q; want -32600 naming the limit %d and the size %d", e.Code, e.Message, limit, tt.size)
+			// The frame's id is in its first bytes: the call gets its
+			// error.
+			_, err = p.Wait(ctx)
+			var e *jsonrpc.Error
+			if !errors.As(err, &e) || e.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(e.Message, fmt.Sprint(limit)) || !strings.Contains(e.Message, fmt.Sprint(tt.size)) {
+				t.Errorf("got %v; want error -32600 naming the limit %d and the size %d", err, limit, tt.size)
 			}
-			s.Cancel(id, "test: no answer expected") // stop waiting
-			ping(t, ctx, s)                          // the session goes on
+			ping(t, ctx, s) // the session goes on
 		})
+	}
+	select {
+	case e := <-errs:
+		t.Errorf("got an error with id null: %d %q; want each with its call's id", e.Code, e.Message)
+	default:
 	}
 	m := health(t, ctx, s)
 	if m.OversizeFrames != 2 || m.LargestFrameIn != limit {
@@ -135,24 +142,24 @@ func TestWireLimit(t *testing.T) {
 }
 
 // TestHugeLineBoundedMemory sends one 50 MiB line under the default 4 MiB
-// limit: it is rejected, the session answers ping, and the server never
-// held it (peak RSS stays under 64 MiB).
+// limit: it is rejected (its call gets the error), the session answers
+// ping, and the server never held it (peak RSS stays under 64 MiB).
 func TestHugeLineBoundedMemory(t *testing.T) {
 	ctx := testContext(t)
-	errs, opts := withErrors()
-	s := startServer(t, ctx, 0, opts)
+	s := startServer(t, ctx, 0, mcphost.Options{})
 	const size = 50 << 20
 	line := make([]byte, size)
 	copy(line, `{"jsonrpc":"2.0","id":77,"method":"ping","params":{"_meta":{"pad":"`)
 	for i := 70; i < size; i++ {
 		line[i] = 'x'
 	}
-	if _, err := s.SendFrame(ctx, 0, line); err != nil {
+	p, err := s.SendFrame(ctx, 77, line)
+	if err != nil {
 		t.Fatal(err)
 	}
-	e := errs.next(t)
-	if !strings.Contains(e.Message, fmt.Sprint(size)) || !strings.Contains(e.Message, "4194304") {
-		t.Errorf("got %q; want the size %d and the limit 4194304 named", e.Message, size)
+	_, err = p.Wait(ctx)
+	if e := (*jsonrpc.Error)(nil); !errors.As(err, &e) || !strings.Contains(e.Message, fmt.Sprint(size)) || !strings.Contains(e.Message, "4194304") {
+		t.Errorf("got %v; want an error naming the size %d and the limit 4194304", err, size)
 	}
 	ping(t, ctx, s)
 	if hwm := procStatus(t, s.Pid(), "VmHWM"); hwm >= 64<<20 {
@@ -162,27 +169,37 @@ func TestHugeLineBoundedMemory(t *testing.T) {
 	}
 }
 
+// TestBadFrames: frames that are not one JSON-RPC message are answered
+// with an error, with the frame's id when it shows one (TestFrameErrorIDs
+// has every kind of id), else with id null, and counted.
 func TestBadFrames(t *testing.T) {
 	ctx := testContext(t)
 	errs, opts := withErrors()
 	s := startServer(t, ctx, 0, opts)
 	tests := []struct {
 		name     string
+		id       int64 // 0: the frame has no id to read
 		frame    string
 		wantCode int64
 		wantText string
 	}{
-		{"malformed JSON", `{"jsonrpc":"2.0","id":1,"method":`, jsonrpc.CodeParseError, "not valid JSON"},
-		{"garbage", `hello`, jsonrpc.CodeParseError, "not valid JSON"},
-		{"batch", `[{"jsonrpc":"2.0","id":900,"method":"ping"},{"jsonrpc":"2.0","id":901,"method":"ping"}]`, jsonrpc.CodeInvalidRequest, "batches are not supported"},
-		{"wrong version", `{"jsonrpc":"1.0","id":902,"method":"ping"}`, jsonrpc.CodeInvalidRequest, "invalid request"},
+		{"malformed JSON", 904, `{"jsonrpc":"2.0","id":904,"method":`, jsonrpc.CodeParseError, "not valid JSON"},
+		{"garbage", 0, `hello`, jsonrpc.CodeParseError, "not valid JSON"},
+		{"batch", 0, `[{"jsonrpc":"2.0","id":900,"method":"ping"},{"jsonrpc":"2.0","id":901,"method":"ping"}]`, jsonrpc.CodeInvalidRequest, "batches are not supported"},
+		{"wrong version", 902, `{"jsonrpc":"1.0","id":902,"method":"ping"}`, jsonrpc.CodeInvalidRequest, "invalid request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := s.SendFrame(ctx, 0, []byte(tt.frame)); err != nil {
+			p, err := s.SendFrame(ctx, tt.id, []byte(tt.frame))
+			if err != nil {
 				t.Fatal(err)
 			}
-			e := errs.next(t)
+			var e *jsonrpc.Error
+			if tt.id == 0 {
+				e = errs.next(t)
+			} else if _, err := p.Wait(ctx); !errors.As(err, &e) {
+				t.Fatalf("got %v; want the call's error", err)
+			}
 			if e.Code != tt.wantCode || !strings.Contains(e.Message, tt.wantText) {
 				t.Errorf("got %d %q; want %d containing %q", e.Code, e.Message, tt.wantCode, tt.wantText)
 			}

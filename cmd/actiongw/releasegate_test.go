@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -330,11 +331,11 @@ func (h *transportHost) wireLimit(t *testing.T) {
 				}
 				return
 			}
-			e := h.nextError(t)
-			if e.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(e.Message, fmt.Sprint(limit)) || !strings.Contains(e.Message, fmt.Sprint(tt.size)) {
-				t.Errorf("got error %d %q; want -32600 naming the limit %d and the size %d", e.Code, e.Message, limit, tt.size)
+			// The id is in the frame's first bytes: the call gets the error.
+			_, err = p.Wait(ctx)
+			if e := (*jsonrpc.Error)(nil); !errors.As(err, &e) || e.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(e.Message, fmt.Sprint(limit)) || !strings.Contains(e.Message, fmt.Sprint(tt.size)) {
+				t.Errorf("got %v; want error -32600 naming the limit %d and the size %d", err, limit, tt.size)
 			}
-			h.client.Cancel(id, "no answer expected") // stop waiting
 			h.stillServes(t)
 		})
 	}
@@ -345,23 +346,35 @@ func (h *transportHost) wireLimit(t *testing.T) {
 	}
 }
 
-// malformedJSON: frames that are not JSON get a parse error each and the
-// session runs a real action after every one; a remote answering malformed
-// JSON still yields a well-formed, exact result.
+// malformedJSON: frames that are not JSON get a parse error each (with
+// the frame's id when it shows one, so its call ends) and the session runs
+// a real action after every one; a remote answering malformed JSON still
+// yields a well-formed, exact result.
 func (h *transportHost) malformedJSON(t *testing.T) {
-	frames := []struct{ name, frame string }{
-		{"cut object", `{"jsonrpc":"2.0","id":1,"method":`},
-		{"cut tool call", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"http_request","arguments":{"endpoint":"gate"`},
-		{"plain text", `hello`},
-		{"invalid UTF-8", "\xff\xfe{"},
-		{"NUL byte", "\x00"},
+	frames := []struct {
+		name  string
+		id    int64 // 0: none to read
+		frame string
+	}{
+		{"cut object", 1<<41 + 1, `{"jsonrpc":"2.0","id":2199023255553,"method":`},
+		{"cut tool call", 1<<41 + 2, `{"jsonrpc":"2.0","id":2199023255554,"method":"tools/call","params":{"name":"http_request","arguments":{"endpoint":"gate"`},
+		{"plain text", 0, `hello`},
+		{"invalid UTF-8", 0, "\xff\xfe{"},
+		{"NUL byte", 0, "\x00"},
 	}
 	for _, tt := range frames {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := h.client.SendFrame(context.Background(), 0, []byte(tt.frame)); err != nil {
+			p, err := h.client.SendFrame(context.Background(), tt.id, []byte(tt.frame))
+			if err != nil {
 				t.Fatal(err)
 			}
-			if e := h.nextError(t); e.Code != jsonrpc.CodeParseError {
+			var e *jsonrpc.Error
+			if tt.id == 0 {
+				e = h.nextError(t)
+			} else if _, err := p.Wait(context.Background()); !errors.As(err, &e) {
+				t.Fatalf("got %v; want the call's error", err)
+			}
+			if e.Code != jsonrpc.CodeParseError {
 				t.Errorf("got %d %q; want a parse error (-32700)", e.Code, e.Message)
 			}
 			h.stillServes(t)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,10 +89,13 @@ type Client struct {
 	progress map[string]ProgressFunc
 	// asking cancels the questions OnElicit is answering, by request id;
 	// asked waits for them, and closing ends their contexts.
-	asking  map[string]context.CancelFunc
+	asking  map[jsonrpc.ID]context.CancelFunc
 	asked   sync.WaitGroup
 	closing context.Context
 	closed  context.CancelFunc
+	// outstanding are the server's requests read and neither answered
+	// nor withdrawn, by id: their methods.
+	outstanding map[jsonrpc.ID]string
 
 	queue        chan jsonrpc.Message // reader → dispatcher: requests and null-id errors
 	readerDone   chan struct{}
@@ -143,7 +147,8 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Client, error) {
 		stdout:       stdout,
 		pending:      make(map[int64]*Pending),
 		progress:     make(map[string]ProgressFunc),
-		asking:       make(map[string]context.CancelFunc),
+		asking:       make(map[jsonrpc.ID]context.CancelFunc),
+		outstanding:  make(map[jsonrpc.ID]string),
 		queue:        make(chan jsonrpc.Message, opts.QueueLen),
 		readerDone:   make(chan struct{}),
 		dispatchDone: make(chan struct{}),
@@ -444,8 +449,8 @@ func (c *Client) readLoop() {
 			c.deliver(resp)
 			continue
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" {
-			c.metrics.CancelsReceived.Add(1)
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			c.noteRequest(req)
 		}
 		select {
 		case c.queue <- msg:
@@ -503,10 +508,9 @@ func (c *Client) dispatchLoop() {
 				fn(params)
 			}
 		case req.Method == "notifications/cancelled":
-			var params mcp.CancelledParams
-			if json.Unmarshal(req.Params, &params) == nil {
+			if id, ok := cancelledID(req); ok {
 				c.mu.Lock()
-				cancel := c.asking[fmt.Sprint(params.RequestID)]
+				cancel := c.asking[id]
 				c.mu.Unlock()
 				if cancel != nil {
 					cancel()
@@ -555,9 +559,66 @@ func (c *Client) answer(req *jsonrpc.Request) {
 	if req.Method != "ping" {
 		resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not supported by this host: " + req.Method}}
 	}
+	c.reply(req, resp)
+}
+
+// reply writes the answer to a request of the server's; the request is
+// no longer outstanding once it is written.
+func (c *Client) reply(req *jsonrpc.Request, resp *jsonrpc.Response) {
 	if err := c.write(context.Background(), resp); err != nil {
 		c.log.Debug("reply to server request not sent", "method", req.Method, "error", err)
+		return
 	}
+	c.mu.Lock()
+	delete(c.outstanding, req.ID)
+	c.mu.Unlock()
+}
+
+// noteRequest counts, in the reader, a request the server sends (it is
+// outstanding) or a withdrawal of one (it no longer is), so that when a
+// response reaches its caller, everything the server sent before it is
+// counted.
+func (c *Client) noteRequest(req *jsonrpc.Request) {
+	switch {
+	case req.IsCall():
+		c.mu.Lock()
+		c.outstanding[req.ID] = req.Method
+		c.mu.Unlock()
+	case req.Method == "notifications/cancelled":
+		c.metrics.CancelsReceived.Add(1)
+		if id, ok := cancelledID(req); ok {
+			c.mu.Lock()
+			delete(c.outstanding, id)
+			c.mu.Unlock()
+		}
+	}
+}
+
+// cancelledID is the request a notifications/cancelled withdraws.
+func cancelledID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
+	var params mcp.CancelledParams
+	if json.Unmarshal(req.Params, &params) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(params.RequestID)
+	return id, err == nil && id.IsValid()
+}
+
+// Outstanding returns the methods of the server's requests (such as
+// elicitation/create) that this client has read and neither answered nor
+// seen withdrawn with notifications/cancelled, one entry per request,
+// sorted. The reader counts them as it reads, so once a call's result has
+// been returned, every request and withdrawal the server sent before that
+// result is counted.
+func (c *Client) Outstanding() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	methods := make([]string, 0, len(c.outstanding))
+	for _, m := range c.outstanding {
+		methods = append(methods, m)
+	}
+	slices.Sort(methods)
+	return methods
 }
 
 // capabilities are what Initialize declares: form elicitation when
@@ -573,7 +634,7 @@ func (c *Client) capabilities() *mcp.ClientCapabilities {
 // goroutine of its own: a person may take minutes, and notifications
 // (a cancellation of this very question) must go on being dispatched.
 func (c *Client) elicit(req *jsonrpc.Request) {
-	key := fmt.Sprint(req.ID.Raw())
+	key := req.ID
 	ctx, cancel := context.WithCancel(c.closing)
 	c.mu.Lock()
 	c.asking[key] = cancel
@@ -603,9 +664,7 @@ func (c *Client) elicit(req *jsonrpc.Request) {
 		if err != nil {
 			resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}}
 		}
-		if err := c.write(context.Background(), resp); err != nil {
-			c.log.Debug("answer to elicitation not sent", "error", err)
-		}
+		c.reply(req, resp)
 	})
 }
 

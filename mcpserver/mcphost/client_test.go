@@ -150,8 +150,8 @@ func elicitingServer() error {
 	if _, err := next(); err != nil { // notifications/initialized
 		return err
 	}
-	ask := `{"jsonrpc":"2.0","id":"%s","method":"elicitation/create","params":{"mode":"form","message":"%s","requestedSchema":{"type":"object","properties":{}}}}` + "\n"
-	fmt.Printf(ask, "q1", "first")
+	ask := `{"jsonrpc":"2.0","id":%s,"method":"elicitation/create","params":{"mode":"form","message":"%s","requestedSchema":{"type":"object","properties":{}}}}` + "\n"
+	fmt.Printf(ask, `"q1"`, "first")
 	answer, err := next()
 	if err != nil {
 		return err
@@ -159,8 +159,9 @@ func elicitingServer() error {
 	if answer["id"] != "q1" || answer["result"].(map[string]any)["action"] != "accept" {
 		return fmt.Errorf("the first answer: %v", answer)
 	}
-	fmt.Printf(ask, "q2", "second")
-	fmt.Println(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"q2","reason":"withdrawn"}}`)
+	// A number id that prints as 1e+06 once decoded into a float64.
+	fmt.Printf(ask, "1000000", "second")
+	fmt.Println(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1000000,"reason":"withdrawn"}}`)
 	// The host closes stdin when its Close runs; nothing may come before.
 	if m, err := next(); err == nil {
 		return fmt.Errorf("after the second question was withdrawn the host sent %v", m)
@@ -170,7 +171,8 @@ func elicitingServer() error {
 
 // TestOnElicit: the host declares elicitation, answers a question through
 // OnElicit, and ends the context of one the server withdraws, sending no
-// answer to it; Close waits for the goroutines (goleak checks it).
+// answer to it; neither is outstanding then. Close waits for the
+// goroutines (goleak checks it).
 func TestOnElicit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -199,6 +201,9 @@ func TestOnElicit(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the withdrawn question's context never ended")
+	}
+	if got := c.Outstanding(); len(got) != 0 {
+		t.Errorf("outstanding after one question answered and one withdrawn: %q; want none", got)
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v; want the server's clean exit (it checks the answers)", err)

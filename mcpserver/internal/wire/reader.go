@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -12,20 +13,41 @@ const readBufSize = 64 << 10
 // keepFrameCap is the largest frame buffer always kept between frames.
 const keepFrameCap = 256 << 10
 
+// keepEnds is how many bytes of each end of an oversize line are kept, to
+// find its request id: JSON-RPC writers put the id near the start
+// (Go, Python) or last (TypeScript).
+const keepEnds = 1 << 10
+
 // OversizeError reports a line longer than the limit. The line was discarded
 // up to and including its newline; the stream can still be read.
 type OversizeError struct {
 	Size  int64 // bytes in the discarded line, without its newline
 	Limit int   // the limit in force
+	// Head and Tail are the line's first bytes (up to 1 KiB, and no more
+	// than Limit) and its last (up to 1 KiB, with a '\r' before the
+	// newline), where its request id may be read.
+	Head, Tail []byte
 }
 
 func (e *OversizeError) Error() string {
 	return fmt.Sprintf("frame of %d bytes exceeds the limit of %d bytes", e.Size, e.Limit)
 }
 
+// ID returns the JSON text of the discarded line's request id, when its
+// kept ends show one: the last member of an object that ends the line
+// (TailID), else the last id its head gives (RequestID); nil otherwise.
+func (e *OversizeError) ID() json.RawMessage {
+	if id := TailID(e.Tail); id != nil {
+		return id
+	}
+	id, _ := RequestID(e.Head)
+	return id
+}
+
 // A Reader reads newline-delimited frames from a stream. It never holds more
 // than its limit of one frame: a longer line is counted while it is skipped
-// and reported as an *OversizeError.
+// and reported as an *OversizeError, with no more than 1 KiB of each of
+// its ends kept.
 type Reader struct {
 	r       io.Reader
 	limit   int
@@ -34,9 +56,10 @@ type Reader struct {
 	buf        []byte // read buffer; buf[head:tail] is not yet consumed
 	head, tail int
 	err        error  // sticky error from r, returned once buf is consumed
-	frame      []byte // the part of the current line seen in earlier reads
+	frame      []byte // the part of the current line seen in earlier reads; its head once skipping
 	skipping   bool   // the current line is over the limit and being discarded
 	skipped    int64  // bytes of the current line discarded so far
+	last       []byte // the last bytes of the line being discarded (keepEnds, at most twice that)
 }
 
 // NewReader returns a Reader of frames of at most limit bytes from r.
@@ -103,13 +126,25 @@ func (fr *Reader) Next() ([]byte, error) {
 func (fr *Reader) addPartial(p []byte) {
 	if fr.skipping {
 		fr.skipped += int64(len(p))
+		fr.keepLast(p)
 		return
 	}
 	need := len(fr.frame) + len(p)
 	if need > fr.limit {
 		fr.skipping = true
 		fr.skipped = int64(need)
-		fr.frame = fr.frame[:0]
+		fr.keepLast(fr.frame[max(0, len(fr.frame)-keepEnds):])
+		fr.keepLast(p)
+		// The frame buffer keeps the line's head: what it has of it, and
+		// from p what it has room for.
+		head := min(keepEnds, fr.limit)
+		if len(fr.frame) < head {
+			if cap(fr.frame) < head {
+				fr.frame = append(make([]byte, 0, head), fr.frame...)
+			}
+			fr.frame = append(fr.frame, p[:min(len(p), head-len(fr.frame))]...)
+		}
+		fr.frame = fr.frame[:min(len(fr.frame), head)]
 		return
 	}
 	if need > cap(fr.frame) {
@@ -123,20 +158,36 @@ func (fr *Reader) addPartial(p []byte) {
 	fr.frame = append(fr.frame, p...)
 }
 
+// keepLast keeps the last keepEnds bytes seen of the line being discarded,
+// p being the latest.
+func (fr *Reader) keepLast(p []byte) {
+	if len(p) >= keepEnds {
+		fr.last = append(fr.last[:0], p[len(p)-keepEnds:]...)
+		return
+	}
+	if len(fr.last)+len(p) > 2*keepEnds {
+		fr.last = fr.last[:copy(fr.last, fr.last[len(fr.last)-keepEnds:])]
+	}
+	fr.last = append(fr.last, p...)
+}
+
 // endLine finishes the current line, whose last piece (before '\n') is tail.
 // It returns nil, nil for a blank line.
 func (fr *Reader) endLine(tail []byte) ([]byte, error) {
-	if fr.skipping || len(fr.frame)+len(tail) > fr.limit {
-		size := fr.skipped + int64(len(tail))
-		if !fr.skipping {
-			size = int64(len(fr.frame) + len(tail))
-		}
+	if !fr.skipping && len(fr.frame)+len(tail) > fr.limit {
+		fr.addPartial(tail) // now skipping
+		tail = nil
+	}
+	if fr.skipping {
+		fr.addPartial(tail)
+		oe := &OversizeError{Size: fr.skipped, Limit: fr.limit,
+			Head: bytes.Clone(fr.frame), Tail: bytes.Clone(fr.last[max(0, len(fr.last)-keepEnds):])}
 		fr.skipping, fr.skipped = false, 0
-		fr.frame = fr.frame[:0]
+		fr.frame, fr.last = fr.frame[:0], fr.last[:0]
 		if fr.metrics != nil {
 			fr.metrics.OversizeFrames.Add(1)
 		}
-		return nil, &OversizeError{Size: size, Limit: fr.limit}
+		return nil, oe
 	}
 	line := tail
 	if len(fr.frame) > 0 {

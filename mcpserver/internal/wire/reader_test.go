@@ -12,15 +12,25 @@ import (
 
 // event is one result of Reader.Next, flattened for comparison.
 type event struct {
-	frame    string
-	oversize int64 // size of a discarded line; 0 for a frame
+	frame      string
+	oversize   int64  // size of a discarded line; 0 for a frame
+	head, tail string // the ends kept of a discarded line
 }
 
 func (e event) String() string {
 	if e.oversize > 0 {
-		return fmt.Sprintf("oversize(%d)", e.oversize)
+		return fmt.Sprintf("oversize(%d, %q…%q)", e.oversize, e.head, e.tail)
 	}
 	return fmt.Sprintf("frame(%q)", e.frame)
+}
+
+// sizes is evs without the ends of discarded lines.
+func sizes(evs []event) []event {
+	out := make([]event, len(evs))
+	for i, e := range evs {
+		out[i] = event{frame: e.frame, oversize: e.oversize}
+	}
+	return out
 }
 
 // readAll drains fr and checks the memory promise after every call.
@@ -38,7 +48,7 @@ func readAll(t testing.TB, fr *Reader) []event {
 			if oe.Limit != fr.limit {
 				t.Fatalf("OversizeError.Limit = %d; want %d", oe.Limit, fr.limit)
 			}
-			evs = append(evs, event{oversize: oe.Size})
+			evs = append(evs, event{oversize: oe.Size, head: string(oe.Head), tail: string(oe.Tail)})
 		case err == io.EOF:
 			return evs
 		case err != nil:
@@ -61,7 +71,8 @@ func expectedEvents(input []byte, limit int) []event {
 	}
 	for _, l := range lines {
 		if len(l) > limit {
-			evs = append(evs, event{oversize: int64(len(l))})
+			evs = append(evs, event{oversize: int64(len(l)),
+				head: string(l[:min(keepEnds, limit)]), tail: string(l[max(0, len(l)-keepEnds):])})
 			continue
 		}
 		l = bytes.TrimSuffix(l, []byte{'\r'})
@@ -97,11 +108,49 @@ func TestReaderNext(t *testing.T) {
 		for _, bufSize := range []int{1, 3, 7, 4096} {
 			t.Run(fmt.Sprintf("%s/buf%d", tt.name, bufSize), func(t *testing.T) {
 				fr := newReaderSize(strings.NewReader(tt.input), tt.limit, nil, bufSize)
-				got := readAll(t, fr)
+				got := sizes(readAll(t, fr))
 				if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 					t.Errorf("got %v; want %v", got, tt.want)
 				}
 			})
+		}
+	}
+}
+
+// TestReaderOversizeEnds: a discarded line keeps its first bytes (no more
+// than the limit) and its last, however it was read, and they give its id
+// when it stands at either end.
+func TestReaderOversizeEnds(t *testing.T) {
+	pad := strings.Repeat("x", 3*keepEnds)
+	tests := []struct {
+		name   string
+		line   string
+		limit  int
+		wantID string // "" wants none
+	}{
+		{"id first", `{"jsonrpc":"2.0","id":41,"method":"ping","params":{"p":"` + pad + `"}}`, 2 * keepEnds, `41`},
+		{"id last", `{"method":"ping","params":{"p":"` + pad + `"},"jsonrpc":"2.0","id":"last"}`, 2 * keepEnds, `"last"`},
+		{"id in the middle", `{"a":"` + pad + `","id":7,"b":"` + pad + `"}`, 2 * keepEnds, ""},
+		{"a limit under the kept head", `{"id":3,"p":"` + pad + `"}`, 40, `3`},
+		{"a limit that cuts the id", `{"id":12345,"p":"` + pad + `"}`, 8, ""},
+		{"just over the limit, id last", `{"p":"x","id":99}`, 16, `99`},
+	}
+	for _, tt := range tests {
+		for _, bufSize := range []int{1, 7, 4096} {
+			fr := newReaderSize(strings.NewReader(tt.line+"\r\n{}\n"), tt.limit, nil, bufSize)
+			_, err := fr.Next()
+			var oe *OversizeError
+			if !errors.As(err, &oe) {
+				t.Fatalf("%s: got %v; want an OversizeError", tt.name, err)
+			}
+			line := tt.line + "\r"
+			wantHead, wantTail := line[:min(keepEnds, tt.limit)], line[max(0, len(line)-keepEnds):]
+			if string(oe.Head) != wantHead || string(oe.Tail) != wantTail || string(oe.ID()) != tt.wantID {
+				t.Errorf("%s/buf%d: got head %q, tail %q, id %q; want %q, %q, %q", tt.name, bufSize, oe.Head, oe.Tail, oe.ID(), wantHead, wantTail, tt.wantID)
+			}
+			if f, err := fr.Next(); err != nil || string(f) != "{}" {
+				t.Errorf("%s/buf%d: the next frame: got %q, %v", tt.name, bufSize, f, err)
+			}
 		}
 	}
 }
@@ -156,12 +205,13 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 
 // FuzzReader feeds any bytes in any chunking under any limit and checks the
 // frames against a line-splitting reference: complete frames come out byte
-// for byte, oversize lines are reported with their exact size, the frame
-// buffer never exceeds the limit, and nothing panics.
+// for byte, oversize lines are reported with their exact size and ends,
+// the frame buffer never exceeds the limit, and nothing panics.
 func FuzzReader(f *testing.F) {
 	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"), []byte{0}, uint16(64), uint8(16))
 	f.Add([]byte("aaaaaaaaaaaaaaaaaaaa\nb\r\n\n  \nccc"), []byte{2, 5, 0}, uint16(4), uint8(3))
 	f.Add([]byte("\"é漢🙂\\\"\"\n[1,2]\n"), []byte{1}, uint16(7), uint8(1))
+	f.Add([]byte(`{"method":"ping","params":{"p":"`+strings.Repeat("x", 3000)+`"},"id":1}`+"\r\n{}"), []byte{200, 3}, uint16(500), uint8(63))
 	f.Fuzz(func(t *testing.T, input, sizes []byte, limit uint16, bufSize uint8) {
 		lim := int(limit%512) + 1
 		fr := newReaderSize(&chunkReader{data: input, sizes: sizes}, lim, nil, int(bufSize%64)+1)
@@ -179,7 +229,7 @@ func FuzzReader(f *testing.F) {
 }
 
 func TestErrorFrame(t *testing.T) {
-	got := string(ErrorFrame(-32700, "parse error", map[string]int{"limit": 3}))
+	got := string(ErrorFrame(nil, -32700, "parse error", map[string]int{"limit": 3}))
 	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error","data":{"limit":3}}}` + "\n"
 	if got != want {
 		t.Errorf("got %s; want %s", got, want)
