@@ -1,7 +1,5 @@
 package redact
 
-import "bytes"
-
 // The redactor matches patterns in a view of the input without the line
 // breaks of wrapped encodings: a "\n" or "\r\n" that ends a line of base64
 // characters only (the base64 and base64url alphabets, no padding) and is
@@ -42,7 +40,8 @@ type view struct {
 	x, y []byte
 	cuts []cut
 	pend int
-	buf  []byte // y's storage when it is a copy
+	buf  []byte  // y's storage when it is a copy
+	nl   []int32 // room for the indexes of line breaks (see newlines)
 }
 
 // build makes v's view of x. prev is the byte before x (0 for none) and
@@ -71,27 +70,30 @@ func (v *view) build(prev byte, pure bool, x []byte, end bool) {
 	// from is the first byte not yet in a copied view.
 	from := 0
 	copied := false
-	for i := bytes.IndexByte(x, '\n'); i >= 0 && i+1 < n; {
-		start := i
-		if start > 0 && x[start-1] == '\r' {
-			start--
-		}
-		// Most breaks end a line of text: the byte after, or the bytes
-		// before, tell so at once.
-		if base64Char[x[i+1]] && endsBase64Line(x, prev, pure, lineStart, start) {
-			if !copied {
-				v.buf, copied = v.buf[:0], true
+	if v.nl == nil {
+		v.nl = make([]int32, 1024)
+	}
+	for off := 0; off < n-1; {
+		k, done := newlines(x[off:min(n-1, off+1<<30)], v.nl)
+		for _, j := range v.nl[:k] {
+			i := off + int(j)
+			start := i
+			if start > 0 && x[start-1] == '\r' {
+				start--
 			}
-			v.buf = append(v.buf, x[from:start]...)
-			v.cuts = append(v.cuts, cut{y: len(v.buf), x: i + 1})
-			from = i + 1
+			// Most breaks end a line of text: the byte after, or the
+			// bytes before, tell so at once.
+			if base64Char[x[i+1]] && endsBase64Line(x, prev, pure, lineStart, start) {
+				if !copied {
+					v.buf, copied = v.buf[:0], true
+				}
+				v.buf = append(v.buf, x[from:start]...)
+				v.cuts = append(v.cuts, cut{y: len(v.buf), x: i + 1})
+				from = i + 1
+			}
+			lineStart = i + 1
 		}
-		lineStart = i + 1
-		j := bytes.IndexByte(x[i+1:], '\n')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
+		off += done
 	}
 	// A break (or "\r") at the end waits for the next byte only if it
 	// ends a line of base64 characters.

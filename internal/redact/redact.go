@@ -70,6 +70,11 @@ type Redactor struct {
 	// pair as their first 2 bytes or their last 2 (0: none): held tests
 	// the positions near a write's end by the pairs at every other one.
 	pairs [1 << 16]uint8
+	// farPairs has, for each of farHolds, a bit for each pair of bytes
+	// that is the first 2 bytes or the last 2 of a head of 3 bytes whose
+	// hold is over that: held tests the positions farther than it from a
+	// write's end by them.
+	farPairs [len(farHolds)][1 << 16 / 64]uint64
 }
 
 type pattern struct {
@@ -107,9 +112,20 @@ const (
 	// (a private key, its hex) from costing a node per 4 bytes.
 	trieDepth = 32
 	// maxPairLongest is the most Redactor.pairs tells of a longest
-	// pattern: it stands for that or more.
+	// hold: it stands for that or more.
 	maxPairLongest = 255
+	// nearHold is how near a write's end held tests positions by
+	// Redactor.pairs; beyond it, only heads of a longer hold can hold, and
+	// Redactor.farPairs, each of which fits the first-level cache, tells
+	// them.
+	nearHold = maxPairLongest - 1
 )
+
+// farHolds are the distances from a write's end past which held tests
+// positions by Redactor.farPairs: heads of a long hold are few (the armour
+// and body of a key, its hex and base64), and most of the positions near
+// the end that begin one of a shorter hold are too far to be held.
+var farHolds = [...]int{nearHold, 1 << 10, 1 << 12, 1 << 14}
 
 func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
 
@@ -309,6 +325,11 @@ func (r *Redactor) setHeads(heads map[uint32]*head) {
 		}
 		for _, v := range []uint32{k & 0xFFFF, k >> 8 & 0xFFFF} {
 			r.pairs[v] = max(r.pairs[v], uint8(min(h.hold, maxPairLongest)))
+			for i, d := range farHolds {
+				if h.hold > d {
+					r.farPairs[i][v/64] |= 1 << (v % 64)
+				}
+			}
 		}
 	}
 }
@@ -460,16 +481,53 @@ func (r *Redactor) scan(buf []byte, end bool, match func(s, e int, p *pattern)) 
 // hold (see Redactor.pairs) is no longer than the bytes from a position
 // to the end holds none. The pairs are taken in order, and at
 // each the position before first, so the first position held is the
-// first found.
+// first found. Positions farther than nearHold from the end are tested
+// by Redactor.farPairs first: only heads of a longer hold can hold them.
 func (r *Redactor) held(buf []byte, from int) int {
+	holds := func(s int) bool {
+		h := r.heldBy(buf[s:])
+		return h != nil && len(buf)-s < h.hold
+	}
+	// No position as far as maxHold from the end is held.
+	from = max(from, len(buf)-r.maxHold+1)
+	j := from
+	for near := len(buf) - nearHold; j+8 <= near; j += 8 {
+		// The far pairs of the longest hold the position nearest the end
+		// passes.
+		far := &r.farPairs[0]
+		for i := len(farHolds) - 1; i > 0; i-- {
+			if len(buf)-j-7 > farHolds[i] {
+				far = &r.farPairs[i]
+				break
+			}
+		}
+		x := binary.LittleEndian.Uint64(buf[j:])
+		if (far[x>>6&0x3FF]>>(x&63)|far[x>>22&0x3FF]>>(x>>16&63)|far[x>>38&0x3FF]>>(x>>32&63)|far[x>>54]>>(x>>48&63))&1 == 0 {
+			continue
+		}
+		// The pair at q is the last of position q-1's head and the first
+		// of q's.
+		for q := j; q < j+8; q += 2 {
+			if q > from && holds(q-1) {
+				return q - 1
+			}
+			if holds(q) {
+				return q
+			}
+		}
+	}
+	return r.heldNear(buf, from, j)
+}
+
+// heldNear is held for the positions from on, testing by the pairs from j
+// on (at j, the position before it too), near the end.
+func (r *Redactor) heldNear(buf []byte, from, j int) int {
 	holds := func(s int) bool {
 		h := r.heldBy(buf[s:])
 		return h != nil && len(buf)-s < h.hold
 	}
 	// passes reports whether longest, from pairs, is more than n bytes.
 	passes := func(longest uint8, n int) bool { return int(longest) > min(n, maxPairLongest-1) }
-	// No position as far as maxHold from the end is held.
-	from = max(from, len(buf)-r.maxHold+1)
 	last := len(buf) - 3
 	// heldAt returns the position the pair at j holds, or -1.
 	heldAt := func(j int) int {
@@ -482,7 +540,6 @@ func (r *Redactor) held(buf []byte, from int) int {
 		}
 		return -1
 	}
-	j := from
 	for ; j+8 <= len(buf) && j+6 <= last+1; j += 8 {
 		x := binary.LittleEndian.Uint64(buf[j:])
 		// The or is at least the largest; j+6 is the position closest to

@@ -262,8 +262,9 @@ func FuzzRedactCut(f *testing.F) {
 // by pairs of bytes, against at at every position: it returns the first
 // position from its start on that at leaves undecided. The input is log
 // text with the starts of forms (heads of every length, pairs of two
-// heads) at random places and ends, of a key whose whole forms are
-// longer than what the pairs table tells (maxPairLongest) and of tokens.
+// heads) at random places and ends, of a key whose whole forms hold
+// longer than what the pairs table tells (maxPairLongest), as far from
+// the end as they hold (bigPairs), and of tokens.
 func TestHeldIsFirstUndecided(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 11))
 	secrets := map[string][]byte{"key": pemKey(rng, "OPENSSH PRIVATE KEY", 1218, 70), "gh": []byte(token), "pin": []byte("2024-pin")}
@@ -274,7 +275,7 @@ func TestHeldIsFirstUndecided(t *testing.T) {
 	forms := referenceForms(secrets)
 	for range 3000 {
 		var in []byte
-		for n := rng.IntN(r.maxLen + 200); len(in) < n; {
+		for n := rng.IntN(r.maxHold + 200); len(in) < n; {
 			switch rng.IntN(4) {
 			case 0:
 				f := forms[rng.IntN(len(forms))].text
@@ -300,6 +301,28 @@ func TestHeldIsFirstUndecided(t *testing.T) {
 		for _, from := range []int{rng.IntN(len(in) + 1), max(0, first(0)-rng.IntN(4))} {
 			if got, want := r.held(in, from), first(from); got != want {
 				t.Fatalf("held(%q, %d) = %d; want %d", in, from, got, want)
+			}
+		}
+	}
+}
+
+// TestHeldAtTheNearBoundary puts the head of a form of long hold at every
+// distance from the end around nearHold, where held passes from
+// bigPairs to pairs, and asks held from every start before it.
+func TestHeldAtTheNearBoundary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 12))
+	key := pemKey(rng, "OPENSSH PRIVATE KEY", 399, 70)
+	r, err := newRedactor(map[string][]byte{"key": key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("x", 2*nearHold+32)
+	for d := nearHold - 12; d <= nearHold+12; d++ {
+		in := []byte(filler[:len(filler)-d] + "---" + filler[:d-3])
+		s := len(in) - d
+		for from := max(0, s-17); from <= s; from++ {
+			if got := r.held(in, from); got != s {
+				t.Fatalf("the head at %d, %d from the end: held(from %d) = %d; want %d", s, d, from, got, s)
 			}
 		}
 	}
