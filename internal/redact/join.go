@@ -71,7 +71,7 @@ func (v *view) build(prev byte, pure bool, x []byte, end bool) {
 	from := 0
 	copied := false
 	if v.nl == nil {
-		v.nl = make([]int32, 1024)
+		v.nl = make([]int32, 256)
 	}
 	for off := 0; off < n-1; {
 		k, done := newlines(x[off:min(n-1, off+1<<30)], v.nl)

@@ -122,10 +122,16 @@ func (w *Stream) match(s, e int, p *pattern) {
 // Close ends the stream: the held-back bytes are decided as the end of the
 // input, as Redact decides them.
 func (w *Stream) Close() {
-	if len(w.carry) == 0 {
-		return
+	if len(w.carry) > 0 {
+		w.decide(nil, true)
 	}
-	w.decide(nil, true)
+	w.release()
+}
+
+// release lets go of the buffers of an ended stream: an action's captures
+// outlive it, for its result and for reads.
+func (w *Stream) release() {
+	w.carry, w.in, w.v = nil, nil, view{}
 }
 
 // Cut ends a stream that stopped early (a cancel, a timeout, a drain cap).
@@ -135,6 +141,7 @@ func (w *Stream) Close() {
 // them goes on with it (which would tell that it does). Line breaks before
 // them, and a pending one that begins no pattern, are emitted.
 func (w *Stream) Cut() {
+	defer w.release()
 	if len(w.carry) == 0 {
 		return
 	}
@@ -151,8 +158,6 @@ func (w *Stream) Cut() {
 	} else {
 		w.emit(held)
 	}
-	w.carry = w.carry[:0]
-	v.x = nil
 }
 
 // Matched returns the names of the secrets a whole form of which the
