@@ -1,28 +1,30 @@
 package adjacency
 
+import "sync"
+
 type Graph struct {
 	Graph         map[string][]string
 	Name          string
 	AverageDegree float64
 }
 
-// Graphs exports the adjacency graphs by name
-var Graphs = make(map[string]*Graph)
+// Graphs returns the adjacency graphs by name, built on first use.
+var Graphs = sync.OnceValue(func() map[string]*Graph {
+	graphs := make(map[string]*Graph)
+	initGraph(graphs, "qwerty", adjacencyGraphQwerty())
+	initGraph(graphs, "dvorak", adjacencyGraphDvorak())
+	initGraph(graphs, "keypad", adjacencyGraphKeypad())
+	initGraph(graphs, "mac_keypad", adjacencyGraphMacKeypad())
+	return graphs
+})
 
-func init() {
-	initGraph("qwerty", adjacencyGraphQwerty)
-	initGraph("dvorak", adjacencyGraphDvorak)
-	initGraph("keypad", adjacencyGraphKeypad)
-	initGraph("mac_keypad", adjacencyGraphMacKeypad)
-}
-
-func initGraph(name string, data map[string][]string) {
+func initGraph(graphs map[string]*Graph, name string, data map[string][]string) {
 	g := &Graph{
 		Name:          name,
 		Graph:         data,
 		AverageDegree: calculateAvgDegree(data),
 	}
-	Graphs[name] = g
+	graphs[name] = g
 }
 
 func calculateAvgDegree(g map[string][]string) float64 {

@@ -2,6 +2,7 @@ package matching
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/actiongw/actiongw/internal/zxcvbn/internal/mathutils"
 	"github.com/actiongw/actiongw/internal/zxcvbn/match"
@@ -38,10 +39,14 @@ var dateSplits = map[int][]struct{ k, l int }{
 	},
 }
 
-var maybeDateNoSeparator = regexp2.MustCompile(
-	`^\d{4,8}$`, 0)
-var maybeDateWithSeparator = regexp2.MustCompile(
-	`^(\d{1,4})([\s/\\_.-])(\d{1,2})\2(\d{1,4})$`, 0)
+var maybeDateNoSeparator = sync.OnceValue(func() *regexp2.Regexp {
+	return regexp2.MustCompile(
+		`^\d{4,8}$`, 0)
+})
+var maybeDateWithSeparator = sync.OnceValue(func() *regexp2.Regexp {
+	return regexp2.MustCompile(
+		`^(\d{1,4})([\s/\\_.-])(\d{1,2})\2(\d{1,4})$`, 0)
+})
 
 // a "date" is recognized as:
 //   any 3-tuple that starts or ends with a 2- or 4-digit year,
@@ -80,7 +85,7 @@ func (dm dateMatch) Matches(password string) []*match.Match {
 				break
 			}
 			token := password[i : j+1]
-			if m, err := maybeDateNoSeparator.MatchString(token); !m || err != nil {
+			if m, err := maybeDateNoSeparator().MatchString(token); !m || err != nil {
 				continue
 			}
 			var candidates []*dateMatchCandidate
@@ -129,7 +134,7 @@ func (dm dateMatch) Matches(password string) []*match.Match {
 				break
 			}
 			token := password[i : j+1]
-			m, err := maybeDateWithSeparator.FindStringMatch(token)
+			m, err := maybeDateWithSeparator().FindStringMatch(token)
 			if m == nil || err != nil {
 				continue
 			}
@@ -182,7 +187,7 @@ func (dm dateMatch) Matches(password string) []*match.Match {
 }
 
 func dateMatchMetric(c *dateMatchCandidate) int {
-	return mathutils.Abs(c.Year - scoring.ReferenceYear)
+	return mathutils.Abs(c.Year - scoring.Year())
 }
 
 func mapIntsToDMY(s1, s2, s3 string) *dateMatchCandidate {

@@ -156,8 +156,8 @@ func Test_dictionaryMatch(t *testing.T) {
 }
 
 func Test_defaultdictionary(t *testing.T) {
-	got := defaultRankedDictionnaries.Matches("wow")
-	equal(t, `defaultRankedDictionnaries.Matches("wow")`, got, []*match.Match{
+	got := defaultRankedDictionnaries().Matches("wow")
+	equal(t, `defaultRankedDictionnaries().Matches("wow")`, got, []*match.Match{
 		{
 			Pattern:        "dictionary",
 			Token:          "wow",
@@ -168,7 +168,7 @@ func Test_defaultdictionary(t *testing.T) {
 			J:              2,
 		}})
 
-	d := defaultRankedDictionnaries.withDict(
+	d := defaultRankedDictionnaries().withDict(
 		"user_inputs",
 		buildRankedDict([]string{"foo", "bar"}),
 	)

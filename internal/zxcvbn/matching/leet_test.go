@@ -239,7 +239,7 @@ func TestDeterministicOutput(t *testing.T) {
 	password := "coRrecth0rseba++ery9.23.2007staple$"
 
 	lm := l33tMatch{
-		dm:    defaultRankedDictionnaries,
+		dm:    defaultRankedDictionnaries(),
 		table: l33tTable,
 	}
 

@@ -5,19 +5,20 @@ import (
 	"github.com/actiongw/actiongw/internal/zxcvbn/frequency"
 	"github.com/actiongw/actiongw/internal/zxcvbn/match"
 	"regexp"
+	"sync"
 )
 
 func Omnimatch(password string, userInputs []string) (matches []*match.Match) {
-	dictMatcher := defaultRankedDictionnaries.withDict("user_inputs", buildRankedDict(userInputs))
+	dictMatcher := defaultRankedDictionnaries().withDict("user_inputs", buildRankedDict(userInputs))
 
 	matchers := []match.Matcher{
 		dictMatcher,
 		reverseDictionnaryMatch{dm: dictMatcher},
 		l33tMatch{dm: dictMatcher, table: l33tTable},
-		spatialMatch{graphs: defaultGraphs},
+		spatialMatch{graphs: defaultGraphs()},
 		repeatMatch{},
 		sequenceMatch{},
-		regexpMatch{regexes: defaultRegexpMatch},
+		regexpMatch{regexes: defaultRegexpMatch()},
 		dateMatch{},
 	}
 
@@ -28,18 +29,25 @@ func Omnimatch(password string, userInputs []string) (matches []*match.Match) {
 	return matches
 }
 
+// The tables are built on first use: at init, every process of a binary
+// that links this package would pay for them.
 var (
-	defaultRankedDictionnaries = loadDefaultDictionnaries()
-	defaultGraphs              = loadDefaultAdjacencyGraphs()
-	defaultRegexpMatch         = []struct {
+	defaultRankedDictionnaries = sync.OnceValue(loadDefaultDictionnaries)
+	defaultGraphs              = sync.OnceValue(loadDefaultAdjacencyGraphs)
+	defaultRegexpMatch         = sync.OnceValue(func() []struct {
 		Name   string
 		Regexp *regexp.Regexp
-	}{
-		{
-			Name:   "recent_year",
-			Regexp: regexp.MustCompile(`19\d\d|200\d|201\d`),
-		},
-	}
+	} {
+		return []struct {
+			Name   string
+			Regexp *regexp.Regexp
+		}{
+			{
+				Name:   "recent_year",
+				Regexp: regexp.MustCompile(`19\d\d|200\d|201\d`),
+			},
+		}
+	})
 	l33tTable = map[string][]string{
 		"a": {"4", "@"},
 		"b": {"8"},
@@ -68,10 +76,10 @@ func loadDefaultDictionnaries() dictionaryMatch {
 
 func loadDefaultAdjacencyGraphs() []*adjacency.Graph {
 	return []*adjacency.Graph{
-		adjacency.Graphs["qwerty"],
-		adjacency.Graphs["dvorak"],
-		adjacency.Graphs["keypad"],
-		adjacency.Graphs["mac_keypad"],
+		adjacency.Graphs()["qwerty"],
+		adjacency.Graphs()["dvorak"],
+		adjacency.Graphs()["keypad"],
+		adjacency.Graphs()["mac_keypad"],
 	}
 
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRegexpMatching(t *testing.T) {
-	rm := regexpMatch{regexes: defaultRegexpMatch}
+	rm := regexpMatch{regexes: defaultRegexpMatch()}
 	equal(t, "rm.Matches(\"1922\")", rm.Matches("1922"), []*match.Match{
 		{
 			Pattern:   "regex",

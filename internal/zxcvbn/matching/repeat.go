@@ -1,6 +1,8 @@
 package matching
 
 import (
+	"sync"
+
 	"github.com/actiongw/actiongw/internal/zxcvbn/match"
 	"github.com/actiongw/actiongw/internal/zxcvbn/scoring"
 	"github.com/dlclark/regexp2"
@@ -8,9 +10,9 @@ import (
 
 type repeatMatch struct{}
 
-var greedy = regexp2.MustCompile(`(.+)\1+`, 0)
-var lazy = regexp2.MustCompile(`(.+?)\1+`, 0)
-var lazyAnchored = regexp2.MustCompile(`^(.+?)\1+$`, 0)
+var greedy = sync.OnceValue(func() *regexp2.Regexp { return regexp2.MustCompile(`(.+)\1+`, 0) })
+var lazy = sync.OnceValue(func() *regexp2.Regexp { return regexp2.MustCompile(`(.+?)\1+`, 0) })
+var lazyAnchored = sync.OnceValue(func() *regexp2.Regexp { return regexp2.MustCompile(`^(.+?)\1+$`, 0) })
 
 func runeToStringIndex(index int, password string) int {
 	runes := 0
@@ -29,11 +31,11 @@ func (repeatMatch) Matches(password string) []*match.Match {
 
 	lastIndex := 0
 	for lastIndex < len(password) {
-		greedyMatch, err := greedy.FindStringMatchStartingAt(password, lastIndex)
+		greedyMatch, err := greedy().FindStringMatchStartingAt(password, lastIndex)
 		if err != nil || greedyMatch == nil {
 			break
 		}
-		lazyMatch, _ := lazy.FindStringMatchStartingAt(password, lastIndex)
+		lazyMatch, _ := lazy().FindStringMatchStartingAt(password, lastIndex)
 
 		var rmatch *regexp2.Match
 		var baseToken string
@@ -46,7 +48,7 @@ func (repeatMatch) Matches(password string) []*match.Match {
 			// aabaab in aabaabaabaab.
 			// run an anchored lazy match on greedy's repeated string
 			// to find the shortest repeated string
-			if m, err := lazyAnchored.FindStringMatch(rmatch.Captures[0].String()); err == nil {
+			if m, err := lazyAnchored().FindStringMatch(rmatch.Captures[0].String()); err == nil {
 				baseToken = m.GroupByNumber(1).String()
 			}
 		} else {

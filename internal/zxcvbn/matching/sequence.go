@@ -2,6 +2,7 @@ package matching
 
 import (
 	"regexp"
+	"sync"
 
 	"github.com/actiongw/actiongw/internal/zxcvbn/match"
 )
@@ -17,9 +18,9 @@ func abs(a int) int {
 	return a
 }
 
-var reLower = regexp.MustCompile(`^[a-z]+$`)
-var reUpper = regexp.MustCompile(`^[A-Z]+$`)
-var reDigits = regexp.MustCompile(`^\d+$`)
+var reLower = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]+$`) })
+var reUpper = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z]+$`) })
+var reDigits = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+$`) })
 
 func (sequenceMatch) Matches(password string) []*match.Match {
 	matches := []*match.Match{}
@@ -36,11 +37,11 @@ func (sequenceMatch) Matches(password string) []*match.Match {
 				// (this could be improved)
 				seqName := "unicode"
 				seqSpace := 26
-				if reLower.MatchString(token) {
+				if reLower().MatchString(token) {
 					seqName = "lower"
-				} else if reUpper.MatchString(token) {
+				} else if reUpper().MatchString(token) {
 					seqName = "upper"
-				} else if reDigits.MatchString(token) {
+				} else if reDigits().MatchString(token) {
 					seqName = "digits"
 					seqSpace = 10
 				}

@@ -2,6 +2,7 @@ package matching
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/actiongw/actiongw/internal/zxcvbn/adjacency"
 	"github.com/actiongw/actiongw/internal/zxcvbn/match"
@@ -21,10 +22,12 @@ func (s spatialMatch) Matches(password string) (matches []*match.Match) {
 	return matches
 }
 
-var shiftedChars = map[string]map[byte]bool{
-	"qwerty": stringToSet(`~!@#$%^&*()_+QWERTYUIOP{}|ASDFGHJKL:"ZXCVBNM<>?`),
-	"dvorak": stringToSet(`~!@#$%^&*()_+QWERTYUIOP{}|ASDFGHJKL:"ZXCVBNM<>?`),
-}
+var shiftedChars = sync.OnceValue(func() map[string]map[byte]bool {
+	return map[string]map[byte]bool{
+		"qwerty": stringToSet(`~!@#$%^&*()_+QWERTYUIOP{}|ASDFGHJKL:"ZXCVBNM<>?`),
+		"dvorak": stringToSet(`~!@#$%^&*()_+QWERTYUIOP{}|ASDFGHJKL:"ZXCVBNM<>?`),
+	}
+})
 
 func stringToSet(s string) map[byte]bool {
 	set := make(map[byte]bool)
@@ -35,7 +38,7 @@ func stringToSet(s string) map[byte]bool {
 }
 
 func spatialMatchHelper(password string, graph *adjacency.Graph) (matches []*match.Match) {
-	shifted := shiftedChars[graph.Name]
+	shifted := shiftedChars()[graph.Name]
 
 	i := 0
 	for i < len(password)-1 {

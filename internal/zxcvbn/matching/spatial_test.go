@@ -9,7 +9,7 @@ import (
 
 func Test_spatialMatch(t *testing.T) {
 	s := spatialMatch{
-		graphs: defaultGraphs,
+		graphs: defaultGraphs(),
 	}
 	// doesn't match 1- and 2-character spatial patterns
 	equal(t, "len(s.Matches(\"\"))", len(s.Matches("")), 0)
@@ -19,7 +19,7 @@ func Test_spatialMatch(t *testing.T) {
 
 	// for testing, make a subgraph that contains a single keyboard
 	s = spatialMatch{
-		graphs: []*adjacency.Graph{adjacency.Graphs["qwerty"]},
+		graphs: []*adjacency.Graph{adjacency.Graphs()["qwerty"]},
 	}
 
 	pattern := "6tfGHJ"
@@ -59,7 +59,7 @@ func Test_spatialMatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
 			s := spatialMatch{
-				graphs: []*adjacency.Graph{adjacency.Graphs[tt.keyboard]},
+				graphs: []*adjacency.Graph{adjacency.Graphs()[tt.keyboard]},
 			}
 			matches := s.Matches(tt.pattern)
 			equal(t, "s.Matches("+tt.pattern+")", matches, []*match.Match{

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -91,21 +92,21 @@ func DictionaryGuesses(m *match.Match) float64 {
 	return float64(m.BaseGuesses) * float64(m.UppercaseVariations) * float64(m.L33tVariations) * float64(reversedVariations)
 }
 
-var reStartUpper = regexp.MustCompile(`^[A-Z][^A-Z]+$`)
-var reEndUpper = regexp.MustCompile(`^[^A-Z]+[A-Z]$`)
-var reAllUpper = regexp.MustCompile(`^[^a-z]+$`)
-var reAllLower = regexp.MustCompile(`^[^A-Z]+$`)
+var reStartUpper = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][^A-Z]+$`) })
+var reEndUpper = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^A-Z]+[A-Z]$`) })
+var reAllUpper = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^a-z]+$`) })
+var reAllLower = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^A-Z]+$`) })
 
 func UppercaseVariations(w string) float64 {
-	if reAllLower.MatchString(w) || strings.ToLower(w) == w {
+	if reAllLower().MatchString(w) || strings.ToLower(w) == w {
 		return 1
 	}
 	// a capitalized word is the most common capitalization scheme,
 	// so it only doubles the search space (uncapitalized + capitalized).
 	// allcaps and end-capitalized are common enough too, underestimate as 2x factor to be safe.
-	if reStartUpper.MatchString(w) ||
-		reEndUpper.MatchString(w) ||
-		reAllUpper.MatchString(w) {
+	if reStartUpper().MatchString(w) ||
+		reEndUpper().MatchString(w) ||
+		reAllUpper().MatchString(w) {
 		return 2
 	}
 	// otherwise calculate the number of ways to capitalize U+L uppercase+lowercase letters
@@ -171,11 +172,11 @@ func SpatialGuesses(m *match.Match) float64 {
 	d := float64(0)
 	switch m.Graph {
 	case "qwerty", "dvorak":
-		s = float64(len(adjacency.Graphs["qwerty"].Graph))
-		d = adjacency.Graphs["qwerty"].AverageDegree
+		s = float64(len(adjacency.Graphs()["qwerty"].Graph))
+		d = adjacency.Graphs()["qwerty"].AverageDegree
 	default:
-		s = float64(len(adjacency.Graphs["keypad"].Graph))
-		d = adjacency.Graphs["keypad"].AverageDegree
+		s = float64(len(adjacency.Graphs()["keypad"].Graph))
+		d = adjacency.Graphs()["keypad"].AverageDegree
 	}
 	guesses := float64(0)
 	runeCount := utf8.RuneCountInString(m.Token)
@@ -252,7 +253,7 @@ func RegexGuesses(m *match.Match) float64 {
 		// conservative estimate of year space: num years from REFERENCE_YEAR.
 		// if year is close to REFERENCE_YEAR, estimate a year space of MIN_YEAR_SPACE.
 		year, _ := strconv.Atoi(m.Token)
-		yearSpace := mathutils.Abs(year - ReferenceYear)
+		yearSpace := mathutils.Abs(year - Year())
 		yearSpace = mathutils.Max(yearSpace, MinYearSpace)
 		return float64(yearSpace)
 	default:
@@ -262,11 +263,25 @@ func RegexGuesses(m *match.Match) float64 {
 
 const MinYearSpace = 20
 
-var ReferenceYear = time.Now().Year()
+// ReferenceYear is the year dates are counted from. Zero, as it starts,
+// means the current year (see Year).
+var ReferenceYear int
+
+// Year returns ReferenceYear or, while it is zero, the current year, read
+// from the clock on first use: at init (as v1.0.1 read it), every process
+// of a binary that links this package would load the local time zone.
+func Year() int {
+	if ReferenceYear != 0 {
+		return ReferenceYear
+	}
+	return currentYear()
+}
+
+var currentYear = sync.OnceValue(func() int { return time.Now().Year() })
 
 func DateGuesses(m *match.Match) float64 {
 	// base guesses: (year distance from ReferenceYear) * num_days * num_years
-	yearSpace := mathutils.Max(mathutils.Abs(m.Year-ReferenceYear), MinYearSpace)
+	yearSpace := mathutils.Max(mathutils.Abs(m.Year-Year()), MinYearSpace)
 	guesses := yearSpace * 365
 	// add factor of 4 for separator selection (one of ~4 choices)
 	if m.Separator != "" {
