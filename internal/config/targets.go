@@ -209,7 +209,8 @@ type HTTPEndpoint struct {
 	ApproveMethods []string `toml:"approve_methods"`
 
 	// Auth is none, bearer, basic, header, query,
-	// oauth2_client_credentials or oauth2_refresh_token.
+	// oauth2_client_credentials or oauth2_refresh_token: a row of
+	// httpact.AuthKinds, which says which of the keys below it needs.
 	Auth           string `toml:"auth" default:"none"`
 	TokenSecret    string `toml:"token_secret"`
 	User           string `toml:"user"`
