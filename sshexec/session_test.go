@@ -29,8 +29,8 @@ func copyMarked(stream []byte, chunk int) (out []byte, pgid int64) {
 	var buf bytes.Buffer
 	s.readers.Add(1)
 	s.copy(&buf, &chunkReader{stream, chunk}, true)
-	s.decidePGID(0)
-	return buf.Bytes(), s.pgid.Load()
+	s.decide(wrapperInfo{})
+	return buf.Bytes(), s.wrapper.pgid
 }
 
 // FuzzMarker checks, for any remote stream and any read sizes, that the
