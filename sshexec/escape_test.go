@@ -6,8 +6,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -281,18 +284,39 @@ func TestSudoHostileEscapees(t *testing.T) {
 	})
 }
 
+// censusUser is the account TestStopCensus logs in to.
+const censusUser = "actiongw-census"
+
 // TestStopCensus: on a host where the wrapper cannot become a subreaper
 // (no perl, not Linux, busybox), a stop of a command that left an
 // escapee behind is not verified, and the reason names the escapee; one
 // that left nothing behind is.
 func TestStopCensus(t *testing.T) {
 	requireEscapees(t)
+	testenv.Root(t, "the census runs as an account of its own")
 	s := sshtest.Start(t, sshtest.Options{})
+	// An account no other test logs in to: the census counts every process
+	// of the login's uid that started during the command, and another
+	// test's orphan would make it unverified, rightly.
+	sshtest.EnsureUser(t, censusUser)
 	p := newPool(t)
 	tg := target(s)
-	tg.noSubreaper = true
-	t.Run("nothing left behind", func(t *testing.T) {
+	tg.User, tg.noSubreaper = censusUser, true
+	userDir := func(t *testing.T) string {
 		dir := s.UserDir(t)
+		u, err := user.Lookup(censusUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	t.Run("nothing left behind", func(t *testing.T) {
+		dir := userDir(t)
 		ctx, cancel := context.WithCancelCause(context.Background())
 		done := make(chan *Result, 1)
 		go func() {
@@ -308,7 +332,7 @@ func TestStopCensus(t *testing.T) {
 	})
 	for _, e := range escapees {
 		t.Run(e.name, func(t *testing.T) {
-			dir := s.UserDir(t)
+			dir := userDir(t)
 			ctx, cancel := context.WithCancelCause(context.Background())
 			done := make(chan *Result, 1)
 			go func() {
@@ -329,6 +353,59 @@ func TestStopCensus(t *testing.T) {
 				if want := fmt.Sprintf("pid %d (", pid); !strings.Contains(res.Unverified, want) {
 					t.Errorf("reason %q; want it to name %s...)", res.Unverified, want)
 				}
+			}
+		})
+	}
+}
+
+// TestProcsCheck runs the control check (aliveScript) on this machine,
+// with its tools and with busybox's, for a wrapper that is not a
+// subreaper: a live escapee that renamed itself to look like another
+// process's /proc line ("x)" and a newline in its comm) is still seen as
+// the command's while the wrapper lives, and once the wrapper is gone
+// (its orphans at pid 1), the census names it.
+func TestProcsCheck(t *testing.T) {
+	requireEscapees(t)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tools := range []string{"system", "busybox"} {
+		t.Run(tools, func(t *testing.T) {
+			env := os.Environ()
+			if tools == "busybox" {
+				env = []string{"PATH=" + busyboxPath(t)}
+			}
+			dir := t.TempDir()
+			// The wrapper: an escapee in a session of its own whose comm
+			// forges the start of a /proc line, then a wait.
+			forged := fmt.Sprintf(`perl -e 'my $n = "x)\n1 (y) S 1 1 "; syscall(%d, 15, $n, 0, 0, 0) == 0 or die "prctl: $!"; open my $f, ">", "%s/pid" or die; print $f $$; close $f; sleep 4201'`, prctlSyscall(), dir)
+			w := exec.Command(sh, "-c", "setsid "+forged+" </dev/null >/dev/null 2>&1 & exec sleep 4200")
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+			pid := leftBehind(t, dir)
+			st, err := proc.StartTime(w.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := wrapperInfo{pgid: int64(w.Process.Pid), start: fmt.Sprint(st)}
+			check := func() (int, string) {
+				cmd := exec.Command(sh, "-c", aliveScript(info, newRunID(), false))
+				cmd.Env = env
+				out, err := cmd.Output()
+				return exitCode(err), string(out)
+			}
+			if code, out := check(); code != 0 || !strings.Contains(out, fmt.Sprintf("A\t%d\t", pid)) {
+				t.Errorf("while the wrapper lives: exit %d, %q; want 0 and the escapee %d as the command's", code, out, pid)
+			}
+			w.Process.Kill()
+			w.Wait()
+			testenv.WaitFor(t, 30*time.Second, "the escapee reparented", func() bool { return proc.Parent(pid) != w.Process.Pid })
+			code, out := check()
+			if code != 4 || !strings.Contains(out, fmt.Sprintf("S\t%d\t", pid)) {
+				t.Errorf("after the wrapper: exit %d, %q; want 4 and the escapee %d named", code, out, pid)
 			}
 		})
 	}
