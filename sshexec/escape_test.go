@@ -390,7 +390,7 @@ func TestProcsCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			info := wrapperInfo{pgid: int64(w.Process.Pid), start: fmt.Sprint(st)}
+			info := wrapperInfo{pid: int64(w.Process.Pid), pgid: int64(w.Process.Pid), start: fmt.Sprint(st)}
 			check := func() (int, string) {
 				cmd := exec.Command(sh, "-c", aliveScript(info, newRunID(), false))
 				cmd.Env = env

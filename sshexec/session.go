@@ -198,8 +198,10 @@ func (s *session) copy(w io.Writer, r io.Reader, marker bool) {
 			}
 			if tail && !marker && s.wrapper.nonce != "" && len(data) > 0 {
 				// Held back: what might be the start of the last line.
-				data = append(held, data...)
-				held = nil
+				if len(held) > 0 {
+					data = append(held, data...)
+					held = nil
+				}
 				if k := bytes.LastIndexByte(data, 0x1e); k >= 0 && s.reapedLine(data[k:], true) {
 					held = bytes.Clone(data[k:])
 					data = data[:k]
@@ -260,11 +262,12 @@ func (s *session) scanMarker(pending []byte) (before, after []byte, looking bool
 	w := wrapperInfo{}
 	fields := strings.Fields(string(pending[i+len(pgidMarker) : i+nl]))
 	if len(fields) > 0 {
-		w.pgid, _ = strconv.ParseInt(fields[0], 10, 64)
+		w.pid, _ = strconv.ParseInt(fields[0], 10, 64)
 	}
-	if w.pgid <= 1 {
-		w.pgid = 0
+	if w.pid <= 1 {
+		w.pid = 0
 	}
+	w.pgid = w.pid
 	armed := false
 	for _, f := range fields[min(1, len(fields)):] {
 		k, v, _ := strings.Cut(f, "=")
@@ -273,6 +276,10 @@ func (s *session) scanMarker(pending []byte) (before, after []byte, looking bool
 			armed = v == "1"
 		case "sub":
 			w.sub = v == "1"
+		case "group":
+			if g, err := strconv.ParseInt(v, 10, 64); err == nil && g > 1 && w.pid != 0 {
+				w.pgid = g
+			}
 		case "start":
 			if _, err := strconv.ParseUint(v, 10, 64); err == nil {
 				w.start = v
@@ -330,7 +337,7 @@ func (s *session) waitPGID(d time.Duration) int64 {
 	case <-s.pgidDecided:
 	case <-t.C:
 	}
-	return s.info().pgid
+	return s.info().pid
 }
 
 // wait waits up to d for the session to end and reports whether it did.

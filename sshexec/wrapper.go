@@ -111,9 +111,9 @@ const markedFunc = `__agw_marked() {
 // time) and /proc/PID/status (its uids): files that every user can read,
 // also for a process that made itself non-dumpable or rewrote its
 // arguments and environment. It exits 3 where there is no /proc. It reads
-// the wrapper's pid (__agw_g, also the command's process group), its start
-// time (__agw_st, so that a reused pid is not taken for it) and whether it
-// is a subreaper (__agw_sub); @ID@ is the run id (see markedFunc).
+// the wrapper's pid (__agw_g), its start time (__agw_st, so that a reused
+// pid is not taken for it), whether it is a subreaper (__agw_sub), and the
+// command's process group (__agw_pg); @ID@ is the run id (see markedFunc).
 //
 // "__agw_procs pids" prints the live processes of the command: the
 // wrapper's descendants, its process group and every process carrying the
@@ -142,7 +142,7 @@ const procsFunc = `__agw_procs() (
 	[ -r /proc/self/stat ] || exit 3
 	__agw_m=$(__agw_marked)
 	__agw_x=$(LC_ALL=C grep -sH '' /proc/[0-9]*/stat; [ "$1" = pids ] || LC_ALL=C grep -sH '^Uid:' /proc/[0-9]*/status)
-	printf '%s\n' "$__agw_x" | LC_ALL=C awk -v mode="$1" -v g="$__agw_g" -v gst="$__agw_st" -v isub="$__agw_sub" -v clean="${__agw_clean:-0}" -v marked=" $(echo $__agw_m) " -v sudouid="${SUDO_UID:-}" '
+	printf '%s\n' "$__agw_x" | LC_ALL=C awk -v mode="$1" -v g="$__agw_g" -v gp="${__agw_pg:-$__agw_g}" -v gst="$__agw_st" -v isub="$__agw_sub" -v clean="${__agw_clean:-0}" -v marked=" $(echo $__agw_m) " -v sudouid="${SUDO_UID:-}" '
 function parse(f, buf,    k, p, n, x, c) {
 	split(f, k, "/"); p = k[3]
 	if (!match(buf, /.*\)/) || substr(buf, 1, length(p) + 2) != p " (") { bad[p] = 1; return }
@@ -179,7 +179,7 @@ END {
 	alive = 0
 	for (p in st) {
 		if ((p in ex) || st[p] ~ /^[ZX]/ || (isub == 1 && p == g)) continue
-		if (!((p in tr) || pg[p] == g || index(marked, " " p " "))) continue
+		if (!((p in tr) || pg[p] == gp || index(marked, " " p " "))) continue
 		alive++
 		if (mode == "pids") print p; else print "A\t" p "\t" comm[p]
 	}
@@ -220,7 +220,8 @@ END {
 //
 // Otherwise it prints its first line (\x1eactiongw-sub NONCE, the nonce
 // from /dev/urandom and in no process's arguments), forks the body (the
-// login shell, with sub=1) and reaps every child until the body ends. A
+// login shell, with sub=1; off a terminal, in a process group of its own,
+// the command's) and reaps every child until the body ends. A
 // command that ends by itself ends it, so what the command leaves running
 // on purpose stays (and goes to pid 1). A TERM, HUP (the terminal hung up),
 // INT or QUIT starts a stop instead: it survives it (a handler, which its
@@ -270,6 +271,7 @@ print STDERR "\036actiongw-sub $x\n";
 $k = fork;
 if (!$k) {
 	$SIG{$_} = 'DEFAULT' for @sigs, 'ALRM';
+	setpgrp 0, 0 if defined $k && !-t STDIN;
 	exec {$sh} $sh, '-c', $b, 'sh', defined $k ? 1 : 0, $c;
 	exit 127;
 }
@@ -313,12 +315,17 @@ const subLine = `command -v perl >/dev/null 2>&1 && exec perl -e @SUP@ @G@ "${SH
 // when it has any. Without stdin the command reads /dev/null, and arming
 // costs one fork: the command's start and end wait for nothing else (a
 // FIFO adds a mkfifo; its removal runs in the watcher). Its marker line
-// gives the wrapper's pid (__agw_g: the process group), whether it is
-// armed, whether it is a subreaper, and its start time.
+// gives the wrapper's pid (__agw_g: the supervisor's, or the login
+// shell's), whether it is armed, whether it is a subreaper, its start time,
+// and the command's process group (__agw_pg): the body's own (the
+// supervisor makes it one, so that $$ is the group as it is without it,
+// and a KILL to the group leaves the supervisor alone), or on a terminal,
+// where job control keeps it in the session's, the supervisor's.
 const wrapperBody = `__agw_sub=$1 __agw_cmd=$2; set --
 @ARM@
-__agw_g=$$; [ "$__agw_sub" = 1 ] && __agw_g=$PPID
+__agw_g=$$ __agw_pg=$$; [ "$__agw_sub" = 1 ] && __agw_g=$PPID
 __agw_st=; { IFS= read -r __agw_st </proc/$__agw_g/stat; } 2>/dev/null && __agw_st=${__agw_st##*) } && set -- $__agw_st && [ $# -ge 20 ] && shift 19 && __agw_st=$1 || __agw_st=
+{ IFS= read -r __agw_x </proc/$$/stat; } 2>/dev/null && __agw_x=${__agw_x##*) } && set -- $__agw_x && [ $# -ge 3 ] && __agw_pg=$3
 set --
 ` + markedFunc + procsFunc + `@SETUP@if [ -n "$__agw_a" ]; then
 	exec 3<&0
@@ -364,16 +371,16 @@ set --
 		[ -z "$__agw_b" ] &&
 		while __agw_b=$($__agw_t head -c 1 <&3) && [ "$__agw_b" = . ]; do :; done
 		[ "$__agw_b" = x ] && exit 0
-		kill -TERM -$__agw_g $(__agw_procs pids) $(__agw_marked) 2>/dev/null
+		kill -TERM -$__agw_pg $__agw_g $(__agw_procs pids) $(__agw_marked) 2>/dev/null
 		@FIRE@
 		kill -KILL $(__agw_procs pids) $(__agw_marked) 2>/dev/null
-		[ "$__agw_sub" = 1 ] || kill -KILL -$__agw_g 2>/dev/null
+		[ "$__agw_sub" = 1 ] || kill -KILL -$__agw_pg 2>/dev/null
 		@CLEAN@
 	) </dev/null >/dev/null 2>&1 &
 	__agw_w=$!
 	trap 'kill -KILL "$__agw_w" 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
 fi
-printf '\036actiongw-pgid %d armed=%s sub=%s start=%s\n' "$__agw_g" "$__agw_a" "$__agw_sub" "$__agw_st" >&2
+printf '\036actiongw-pgid %d armed=%s sub=%s start=%s group=%s\n' "$__agw_g" "$__agw_a" "$__agw_sub" "$__agw_st" "$__agw_pg" >&2
 @PRE@ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
 if [ -n "$__agw_a" ]; then
 	@RUN@ <"${__agw_f:-/dev/null}" 3<&-
@@ -413,13 +420,13 @@ func cleanupScript(runID string) string {
 const (
 	fireUser = `[ "$__agw_sub" = 1 ] && exit 0
 		sleep 1`
-	fireSudo = `__agw_sudo sh -c @ROOTKILL@ sh "$__agw_g" "$__agw_st" "$__agw_sub"`
+	fireSudo = `__agw_sudo sh -c @ROOTKILL@ sh "$__agw_g" "$__agw_st" "$__agw_sub" "$__agw_pg"`
 )
 
 // rootKillScript, run as root by the watcher of a command under sudo,
 // TERMs the command's processes (see __agw_procs), then after a second
 // KILLs them until none is left, a few seconds at most.
-const rootKillScript = markedFunc + procsFunc + `__agw_g=$1 __agw_st=$2 __agw_sub=$3 __agw_i=0
+const rootKillScript = markedFunc + procsFunc + `__agw_g=$1 __agw_st=$2 __agw_sub=$3 __agw_pg=$4 __agw_i=0
 kill -TERM $(__agw_procs pids) 2>/dev/null
 sleep 1
 while [ $__agw_i -lt 50 ]; do
@@ -554,7 +561,8 @@ func heartbeatDeadline(interval time.Duration) time.Duration {
 
 // wrapperInfo is what the wrapper's marker lines say about it.
 type wrapperInfo struct {
-	pgid  int64  // the wrapper's pid, which is the command's process group; 0: unknown
+	pid   int64  // the wrapper's: the supervisor's, or the login shell's; 0: unknown
+	pgid  int64  // the command's process group: the wrapper's pid, or the supervisor's child's
 	start string // its start time (/proc/PID/stat, clock ticks after boot); "" where unknown
 	sub   bool   // it is the supervisor, a child subreaper
 	nonce string // the supervisor's, on its first line and its last
@@ -567,22 +575,26 @@ func controlVars(w wrapperInfo, runID string) string {
 		sub = "1"
 	}
 	return strings.ReplaceAll(markedFunc+procsFunc, "@ID@", runID) +
-		fmt.Sprintf("__agw_g=%d __agw_st=%s __agw_sub=%s\n", w.pgid, shellQuote(w.start), sub)
+		fmt.Sprintf("__agw_g=%d __agw_pg=%d __agw_st=%s __agw_sub=%s\n", w.pid, w.pgid, shellQuote(w.start), sub)
 }
 
 // killScript sends sig to the command's processes: its process group,
 // every process that carries its run id and, on Linux, every live
-// descendant of the wrapper. A subreaper's group gets TERM, which starts
-// its own stop, but never KILL, which would end it first: its orphans
-// would go to pid 1, out of sight. It gets CONT instead, in case it was
-// stopped, so that it reaps what the KILL ends.
+// descendant of the wrapper. A supervisor gets TERM, which starts its own
+// stop, but never KILL, which would end it first: its orphans would go to
+// pid 1, out of sight. (The command's group is its own, except on a
+// terminal, where it is the supervisor's and gets no KILL either.) It gets
+// CONT instead, in case it was stopped, so that it reaps what the KILL
+// ends.
 func killScript(sig string, w wrapperInfo, runID string) string {
-	var kill string
+	kill := fmt.Sprintf("kill -%s -%d $__agw_p $(__agw_marked) 2>/dev/null", sig, w.pgid)
 	switch {
+	case w.sub && sig == "KILL" && w.pgid == w.pid:
+		kill = fmt.Sprintf("kill -KILL $__agw_p $(__agw_marked) 2>/dev/null; kill -CONT %d 2>/dev/null", w.pid)
 	case w.sub && sig == "KILL":
-		kill = fmt.Sprintf("kill -KILL $__agw_p $(__agw_marked) 2>/dev/null; kill -CONT %d 2>/dev/null", w.pgid)
-	default:
-		kill = fmt.Sprintf("kill -%s -%d $__agw_p $(__agw_marked) 2>/dev/null", sig, w.pgid)
+		kill += fmt.Sprintf("; kill -CONT %d 2>/dev/null", w.pid)
+	case w.sub:
+		kill += fmt.Sprintf("; kill -%s %d 2>/dev/null", sig, w.pid)
 	}
 	return controlVars(w, runID) + "__agw_p=$(__agw_procs pids 2>/dev/null)\n" + kill + "\nexit 0"
 }
