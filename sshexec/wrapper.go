@@ -116,8 +116,8 @@ const markedFunc = `__agw_marked() {
 // command's process group (__agw_pg); @ID@ is the run id (see markedFunc).
 //
 // "__agw_procs pids" prints the live processes of the command: the
-// wrapper's descendants, its process group and every process carrying the
-// run id, without the wrapper itself when it is a subreaper (it must
+// wrapper's descendants, the command's process group and every process
+// carrying the run id, without the wrapper itself when it is a subreaper (it must
 // outlive them all: see supervisor). "__agw_procs check" prints them as
 // "A pid comm" lines and exits 0 while there are any. When there are none,
 // it exits 1 if they are all there is to see: the wrapper is a subreaper
@@ -129,9 +129,11 @@ const markedFunc = `__agw_marked() {
 // is not provably someone else's, "S pid comm why" lines, exit 4; exit 1
 // when there is none. Provably someone else's: its parent links, followed
 // up through processes that started after the wrapper, reach one that
-// started before it and is not where an orphan of ours can land (pid 1,
-// or a subreaper above the SSH server, which this check shares: SSH
-// servers do not adopt orphans). A census needs the wrapper's start time.
+// started before it and is not where an orphan of ours can land: pid 1,
+// or any process above the SSH server that this check shares with the
+// command (which of them is a subreaper cannot be seen; SSH servers do not
+// adopt orphans, and their other sessions are someone else's). A census
+// needs the wrapper's start time.
 //
 // The check's own processes (its ancestors, the helpers its subshell
 // runs) are left out. A comm may hold any byte, newlines and ")" too:
@@ -371,6 +373,7 @@ set --
 		[ -z "$__agw_b" ] &&
 		while __agw_b=$($__agw_t head -c 1 <&3) && [ "$__agw_b" = . ]; do :; done
 		[ "$__agw_b" = x ] && exit 0
+		@ROOTFIRE@
 		kill -TERM -$__agw_pg $__agw_g $(__agw_procs pids) $(__agw_marked) 2>/dev/null
 		@FIRE@
 		kill -KILL $(__agw_procs pids) $(__agw_marked) 2>/dev/null
@@ -413,10 +416,12 @@ func cleanupScript(runID string) string {
 // What the watcher does after its TERM (@FIRE@): a supervisor (sub=1)
 // finishes the stop itself, and a TERM that reached the watcher's own
 // timeout (GNU's passes it on to the head it runs, as a KILL) fires it
-// for nothing. Otherwise, a second later, KILL. Under sudo, at once, as
-// root (rootKillScript, with its own copy of the password): the login
-// user can signal none of root's processes, and the supervisor's KILL,
-// a grace period after the TERM, ends the watcher but not sudo.
+// for nothing. Otherwise, a second later, KILL. Under sudo (@ROOTFIRE@,
+// before the TERM) the watcher first stops everything as root
+// (rootKillScript, with its own copy of the password): the login user
+// can signal none of root's processes. Only then does the supervisor get
+// its TERM, so that its KILL, a grace period later, cannot end sudo's
+// askpass before sudo has read it.
 const (
 	fireUser = `[ "$__agw_sub" = 1 ] && exit 0
 		sleep 1`
@@ -424,10 +429,10 @@ const (
 )
 
 // rootKillScript, run as root by the watcher of a command under sudo,
-// TERMs the command's processes (see __agw_procs), then after a second
-// KILLs them until none is left, a few seconds at most.
+// TERMs the wrapper and the command's processes (see __agw_procs), then
+// after a second KILLs them until none is left, a few seconds at most.
 const rootKillScript = markedFunc + procsFunc + `__agw_g=$1 __agw_st=$2 __agw_sub=$3 __agw_pg=$4 __agw_i=0
-kill -TERM $(__agw_procs pids) 2>/dev/null
+kill -TERM $__agw_g $(__agw_procs pids) 2>/dev/null
 sleep 1
 while [ $__agw_i -lt 50 ]; do
 	__agw_p=$(__agw_procs pids) || exit 0
@@ -451,7 +456,7 @@ func wrap(req *Request, runID string, arm bool, deadline, grace time.Duration, n
 	case arm:
 		line = armOn
 	}
-	setup, pre, run, fire := "", prelude(req.Dir, req.Env), `eval "$__agw_cmd"`, fireUser
+	setup, pre, run, fire, rootFire := "", prelude(req.Dir, req.Env), `eval "$__agw_cmd"`, fireUser, ""
 	if req.Sudo {
 		// Under sudo, whose env_reset drops the environment: the run id
 		// and the variables go through env, as root. The login shell gets
@@ -463,7 +468,7 @@ func wrap(req *Request, runID string, arm bool, deadline, grace time.Duration, n
 			run += " " + shellQuote(name+"="+req.Env[name])
 		}
 		run += ` sh -c "$__agw_cmd"`
-		fire = strings.Replace(fireSudo, "@ROOTKILL@", shellQuote(strings.ReplaceAll(rootKillScript, "@ID@", runID)), 1)
+		fire, rootFire = "", strings.Replace(fireSudo, "@ROOTKILL@", shellQuote(strings.ReplaceAll(rootKillScript, "@ID@", runID)), 1)
 	}
 	body := strings.NewReplacer(
 		// The replacer does not look again at what it put in: the
@@ -473,6 +478,7 @@ func wrap(req *Request, runID string, arm bool, deadline, grace time.Duration, n
 		"@PRE@", pre,
 		"@RUN@", run,
 		"@FIRE@", fire,
+		"@ROOTFIRE@", rootFire,
 		"@CLEAN@", cleanupScript(runID),
 		"@ID@", runID,
 		"@N@", fmt.Sprint(len(req.Stdin)),
