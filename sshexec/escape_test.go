@@ -211,7 +211,7 @@ func TestDeadManHostileEscapees(t *testing.T) {
 
 // TestSudoHostileEscapees: under sudo, root's escapees are stopped on a
 // cancel, and by the dead-man switch when the client is lost, and a
-// cancelled sudo call leaves nothing in $TMPDIR (sudo's askpass
+// cancelled or lost sudo call leaves nothing in $TMPDIR (sudo's askpass
 // directory, the stdin FIFO).
 func TestSudoHostileEscapees(t *testing.T) {
 	requireEscapees(t)
@@ -280,6 +280,12 @@ func TestSudoHostileEscapees(t *testing.T) {
 			if !sshtest.WaitGone(pid, 60*time.Second) {
 				t.Errorf("root's %s %d (%s) still runs after the client was lost", escapees[i].name, pid, proc.Name(pid))
 			}
+		}
+		// The supervisor, the last to go, removes what the watcher (whose
+		// sudo's askpass is there too) could not.
+		var left []string
+		if !testenv.Eventually(30*time.Second, func() bool { left, _ = filepath.Glob(filepath.Join(tmp, "*")); return len(left) == 0 }) {
+			t.Errorf("the lost sudo calls left %q in their TMPDIR", left)
 		}
 	})
 }

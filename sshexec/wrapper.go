@@ -228,12 +228,13 @@ END {
 // on purpose stays (and goes to pid 1). A TERM, HUP (the terminal hung up),
 // INT or QUIT starts a stop instead: it survives it (a handler, which its
 // children do not inherit, unlike an ignored signal), sends TERM to all
-// its descendants, KILL after ARGV[0] seconds and every second after, and
+// its descendants, KILL after ARGV[0] (the grace) seconds and every second after, and
 // ends only when it has no child left: when every process the command
-// started is gone. Then it prints its last line (\x1eactiongw-reaped
-// NONCE) and ends as the body did (the same exit status or signal). Only
+// started is gone. Then it removes what the run left in $TMPDIR (see
+// cleanupScript: the watcher that would have may be gone too), prints its
+// last line (\x1eactiongw-reaped NONCE) and ends as the body did (the same exit status or signal). Only
 // KILL can end it before that, and then its last line is missing.
-const supervisor = `my ($g, $sh, $b, $c) = @ARGV;
+const supervisor = `my ($g, $id, $sh, $b, $c) = @ARGV;
 my ($n, $h, $v, $x, %m) = (0, '', pack('i', 0), '', 62, 157, 3, 172, 40, 172, 183, 167, 243, 167, 258, 167, 20, 171, 21, 171, 22, 172);
 if (open my $f, '<', '/proc/self/exe') { read $f, $h, 20 }
 if (length $h == 20 && substr($h, 0, 4) eq "\177ELF") {
@@ -284,7 +285,15 @@ for (;;) {
 	$cst = $?;
 	last unless $stop;
 }
-if ($stop) { $SIG{PIPE} = 'IGNORE'; print STDERR "\036actiongw-reaped $x\n" }
+if ($stop) {
+	my $t = $ENV{TMPDIR} || '/tmp';
+	if (opendir my $d, $t) {
+		my @f = map "$t/$_", grep /^actiongw-(?:(?:sudo|stdin)-\Q$id\E\.\w+|\Q$id\E\.in)$/, readdir $d;
+		system 'rm', '-rf', '--', @f if @f;
+	}
+	$SIG{PIPE} = 'IGNORE';
+	print STDERR "\036actiongw-reaped $x\n";
+}
 alarm 0;
 $SIG{$_} = 'DEFAULT' for @sigs, 'ALRM', 'PIPE';
 kill $cst & 127, $$ if $cst & 127;
@@ -302,8 +311,8 @@ func wrapperScript(command, body, sub string) string {
 }
 
 // subLine execs the supervisor where perl exists; @G@ is its grace in
-// whole seconds.
-const subLine = `command -v perl >/dev/null 2>&1 && exec perl -e @SUP@ @G@ "${SHELL:-/bin/sh}" "$__agw_body" "$__agw_cmd"
+// whole seconds, @ID@ the run id.
+const subLine = `command -v perl >/dev/null 2>&1 && exec perl -e @SUP@ @G@ @ID@ "${SHELL:-/bin/sh}" "$__agw_body" "$__agw_cmd"
 `
 
 // wrapperBody runs the command (@RUN@: eval of it, or under sudo: see
@@ -377,8 +386,8 @@ set --
 		kill -TERM -$__agw_pg $__agw_g $(__agw_procs pids) $(__agw_marked) 2>/dev/null
 		@FIRE@
 		kill -KILL $(__agw_procs pids) $(__agw_marked) 2>/dev/null
-		[ "$__agw_sub" = 1 ] || kill -KILL -$__agw_pg 2>/dev/null
 		@CLEAN@
+		[ "$__agw_sub" = 1 ] || kill -KILL -$__agw_pg 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	__agw_w=$!
 	trap 'kill -KILL "$__agw_w" 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
@@ -486,7 +495,7 @@ func wrap(req *Request, runID string, arm bool, deadline, grace time.Duration, n
 	).Replace(wrapperBody)
 	sub := ""
 	if !noSub {
-		sub = strings.NewReplacer("@SUP@", shellQuote(supervisor), "@G@", fmt.Sprint(graceSeconds(grace))).Replace(subLine)
+		sub = strings.NewReplacer("@SUP@", shellQuote(supervisor), "@G@", fmt.Sprint(graceSeconds(grace)), "@ID@", runID).Replace(subLine)
 	}
 	return wrapperScript(req.Command, body, sub)
 }
