@@ -297,7 +297,14 @@ func TestStopEscapees(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				res, err := p.Run(context.Background(), tg, Request{Command: "cd " + dir + " || exit 1\n" + tc.command, Stdout: &stdout, Timeout: 3 * time.Second})
+				// The timeout counts from the command's start (Lease.Run), not
+				// from a dial on a loaded machine, which could use it all.
+				l, err := p.Acquire(context.Background(), tg, forever)
+				if err != nil {
+					done <- result{nil, err}
+					return
+				}
+				res, err := l.Run(context.Background(), Request{Command: "cd " + dir + " || exit 1\n" + tc.command, Stdout: &stdout, Timeout: 3 * time.Second})
 				done <- result{res, err}
 			}()
 			pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second)

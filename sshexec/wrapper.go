@@ -46,8 +46,9 @@ import (
 //     (actiongw killed, crashed, or its connection closed by the server) or
 //     no heartbeat arrives for three intervals (the network cut, where
 //     `timeout` exists), it sends TERM to the command's processes (the
-//     supervisor then stops its whole tree), KILL a second later, and
-//     under sudo KILLs root's through sudo until none is left. A command
+//     supervisor then stops its whole tree) and KILL a second later;
+//     under sudo it first does both as root, through sudo, until none is
+//     left (the login user cannot signal root's processes). A command
 //     that ends by itself disarms it (the wrapper's EXIT trap), so what it
 //     leaves running on purpose stays; a stop that the supervisor carries
 //     does too ("x" on stdin). (It is killed with KILL: it ignores TERM,
