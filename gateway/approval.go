@@ -146,17 +146,6 @@ const (
 	recordWithdrawn   = "withdrawn"
 )
 
-// unapprovedError is an action a person did not approve, or could not be
-// asked about: a policy denial (refused records it so), told as what it
-// is.
-type unapprovedError struct{ *policy.DeniedError }
-
-func (e *unapprovedError) Error() string {
-	return fmt.Sprintf("not approved: %s (%s of %q)", e.Reason, e.Rule, e.Target)
-}
-
-func (e *unapprovedError) Unwrap() error { return e.DeniedError }
-
 // withdrawnError is a question withdrawn because the call ended (err).
 type withdrawnError struct{ err error }
 
@@ -187,9 +176,7 @@ func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question,
 		record(recordRemembered)
 		return nil
 	}
-	denied := func(reason string) error {
-		return &unapprovedError{&policy.DeniedError{Target: q.Target, Rule: rule, Reason: reason}}
-	}
+	denied := func(reason string) error { return policy.Unapproved(q.Target, rule, reason) }
 	ap, _ := ctx.Value(approverKey{}).(Approver)
 	if ap == nil {
 		record(recordUnavailable)
@@ -234,12 +221,9 @@ type remember struct {
 	d   time.Duration
 }
 
-// The rules a person's denial is recorded under: the option that asked.
-const (
-	ruleApprove     = "approve"
-	ruleApproveHTTP = "approve_methods"
-	ruleHostKeyAsk  = "host_key_policy"
-)
+// ruleHostKeyAsk is the option a person's trust of a host key is
+// recorded under; policy names those of commands and requests.
+const ruleHostKeyAsk = "host_key_policy"
 
 // questionKey is a Question.Key: a digest of what makes an action that
 // action, each part length-prefixed so that no two lists of parts share

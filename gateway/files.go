@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,9 +18,6 @@ import (
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/sshexec"
 )
-
-// maxPathBytes bounds the remote path of a file transfer.
-const maxPathBytes = 4096
 
 // SSHDownloadInput is the input of the ssh_download tool.
 type SSHDownloadInput struct {
@@ -98,12 +94,14 @@ func (g *Gateway) SSHDownload(ctx context.Context, in SSHDownloadInput, progress
 		return fail
 	}
 	var lease *sshexec.Lease
+	var maxBytes int64
 	return g.run(ctx, s, &action{
 		intent: audit.Record{Tool: "ssh_download", Target: in.Target, Path: in.Path},
-		check: func(*audit.Record) error {
-			return st.checkTransfer(in.Target, in.Path)
+		check: func(*audit.Record) (policy.Decision, error) {
+			d := st.rules.DecideTransfer(policy.Transfer{Path: in.Path, Timeout: seconds(in.TimeoutS)})
+			maxBytes = d.MaxBytes
+			return d, st.ready(d.Err)
 		},
-		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
 		reserve: g.reserveSession(st, &lease),
 		streams: []string{"file"},
 		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
@@ -111,12 +109,12 @@ func (g *Gateway) SSHDownload(ctx context.Context, in SSHDownloadInput, progress
 			// SFTP reads, not between them: it took a 1 GiB download
 			// through MCP from 0.67 to 0.88 of OpenSSH's sftp.
 			aw := output.NewAsyncWriter(w[0], 4, 256<<10)
-			res, err := lease.Download(ctx, sshexec.DownloadRequest{Path: in.Path, Check: st.paths.Check, MaxBytes: st.maxDownload, W: aw})
+			res, err := lease.Download(ctx, sshexec.DownloadRequest{Path: in.Path, Check: st.rules.Paths.Check, MaxBytes: maxBytes, W: aw})
 			aw.Close()
 			e := transferEnded(ctx, res, err)
 			if e.status == StatusOK && res.Truncated {
 				e.status = StatusSizeLimit
-				e.reason = fmt.Sprintf("the file is %d bytes; the download stopped at max_download_bytes (%d) of %s, and what arrived is kept", res.Size, st.maxDownload, in.Target)
+				e.reason = fmt.Sprintf("the file is %d bytes; the download stopped at max_download_bytes (%d) of %s, and what arrived is kept", res.Size, maxBytes, in.Target)
 			}
 			return e
 		},
@@ -154,6 +152,7 @@ func (g *Gateway) SSHUpload(ctx context.Context, in SSHUploadInput, progress Pro
 		return fail
 	}
 	var lease *sshexec.Lease
+	var maxBytes int64
 	var content []byte
 	var mode os.FileMode
 	var size int64
@@ -163,22 +162,22 @@ func (g *Gateway) SSHUpload(ctx context.Context, in SSHUploadInput, progress Pro
 	}
 	return g.run(ctx, s, &action{
 		intent: intent,
-		check: func(intent *audit.Record) error {
+		check: func(intent *audit.Record) (policy.Decision, error) {
+			// The call's own arguments first, then policy, which needs the
+			// size.
+			d := policy.Decision{}
 			var err error
 			if mode, err = parseMode(in.Mode); err != nil {
-				return &unusableError{"mode", "bad mode", err}
+				return d, &unusableError{"mode", "bad mode", err}
 			}
 			if content, size, err = g.uploadContent(s, in); err != nil {
-				return err
+				return d, err
 			}
 			intent.Size = size
-			if size > st.maxUpload {
-				return &unusableError{"max_upload_bytes", "upload too large",
-					fmt.Errorf("the upload is %d bytes; target %q accepts at most %d (max_upload_bytes)", size, in.Target, st.maxUpload)}
-			}
-			return st.checkTransfer(in.Target, in.Path)
+			d = st.rules.DecideTransfer(policy.Transfer{Path: in.Path, Upload: true, Size: size, Timeout: seconds(in.TimeoutS)})
+			maxBytes = d.MaxBytes
+			return d, st.ready(d.Err)
 		},
-		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
 		reserve: g.reserveSession(st, &lease),
 		execute: func(ctx context.Context, _ []io.Writer, moved *atomic.Int64) *ended {
 			var r io.Reader = bytes.NewReader(content)
@@ -192,8 +191,8 @@ func (g *Gateway) SSHUpload(ctx context.Context, in SSHUploadInput, progress Pro
 				defer whole.Close()
 				r = whole
 			}
-			res, err := lease.Upload(ctx, sshexec.UploadRequest{Path: in.Path, Check: st.paths.Check, R: &countingReader{r: r, n: moved},
-				Size: size, Mode: mode, Overwrite: in.Overwrite, MaxBytes: st.maxUpload})
+			res, err := lease.Upload(ctx, sshexec.UploadRequest{Path: in.Path, Check: st.rules.Paths.Check, R: &countingReader{r: r, n: moved},
+				Size: size, Mode: mode, Overwrite: in.Overwrite, MaxBytes: maxBytes})
 			return transferEnded(ctx, res, err)
 		},
 		finish: func(e *ended, handle string, _ []output.Stream) (any, []output.NamedStream, string, bool) {
@@ -209,28 +208,13 @@ func (g *Gateway) SSHUpload(ctx context.Context, in SSHUploadInput, progress Pro
 	}, progress, in.WaitS)
 }
 
-// checkTransfer refuses a transfer path before anything is dialled: one
-// too long or with a NUL byte, or, when it is absolute, one the path rules
-// deny as asked. The path the server resolves it to is checked again
-// during the transfer.
-func (st *sshTarget) checkTransfer(target, p string) error {
-	switch {
-	case p == "":
-		return &unusableError{"path", "empty path", errors.New("path is empty: give the remote file's path")}
-	case len(p) > maxPathBytes || strings.IndexByte(p, 0) >= 0:
-		return &unusableError{"path", "path too long or with a NUL byte",
-			fmt.Errorf("path must be at most %d bytes, with no NUL byte", maxPathBytes)}
-	case path.IsAbs(p):
-		if err := st.paths.Check(path.Clean(p)); err != nil {
-			return err
-		}
-	case len(st.paths.Allow) == 0:
-		return st.paths.Check("/") // transfers are off: says so
-	}
-	if st.err != nil {
+// ready returns refusal, policy's, or when there is none and the target
+// cannot be used, why.
+func (st *sshTarget) ready(refusal error) error {
+	if refusal == nil && st.err != nil {
 		return &unusableError{"credentials", st.err.Error(), st.err} // it names the target
 	}
-	return nil
+	return refusal
 }
 
 // uploadContent returns what an upload sends: the call's content, decoded,

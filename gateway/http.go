@@ -14,7 +14,9 @@ import (
 
 	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
+	"github.com/actiongw/actiongw/policy"
 )
 
 // HTTPRequestInput is the input of the http_request tool.
@@ -55,6 +57,12 @@ var httpStatus = map[httpact.Status]Status{
 	httpact.StatusFailed:    StatusFailed,
 }
 
+// httpRules are the rules of endpoint name, configured as c.
+func httpRules(name string, c *config.HTTPEndpoint) *policy.HTTP {
+	return &policy.HTTP{Requests: policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths},
+		ApproveMethods: c.ApproveMethods, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout}
+}
+
 // HTTPRequest sends one request to a configured endpoint.
 func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress Progress) *ToolResult {
 	s, fail := g.ready()
@@ -72,10 +80,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 		return g.failure("%s", unknownTarget("HTTP endpoint", in.Endpoint, names(s.http), isSSH, "ssh_exec", "target"))
 	}
 	method := strings.ToUpper(in.Method)
-	// A request a person approves follows no redirect: the person saw
-	// one method and path.
-	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body),
-		NoRedirects: slices.Contains(he.approveMethods, method)}
+	req := httpact.Request{Method: method, Path: in.Path, Headers: in.Headers, Body: []byte(in.Body)}
 	if in.JSON != nil {
 		if in.Body != "" {
 			return g.failure("give either body or json, not both")
@@ -96,9 +101,10 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 	return g.run(ctx, s, &action{
 		// The audit keeps no query string: it may carry a credential.
 		intent: audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]},
-		check: func(intent *audit.Record) error {
-			// Policy and every check of the agent's input, on the request
-			// as it would be sent: the audit records the normalized path.
+		check: func(intent *audit.Record) (policy.Decision, error) {
+			// Every check of the agent's input, on the request as it would
+			// be sent, the policy's first (the endpoint's Allow): the audit
+			// records the normalized path.
 			chk, err := he.endpoint.Check(req)
 			if chk.Path != "" {
 				// The person is shown the path escaped, as sent: decoded,
@@ -108,21 +114,19 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 			var re *httpact.RequestError
 			switch {
 			case errors.As(err, &re):
-				return &unusableError{"request." + re.Field, re.Reason, err}
+				return policy.Decision{}, &unusableError{"request." + re.Field, re.Reason, err}
 			case err != nil:
-				return err
+				return policy.Decision{}, err
 			case he.err != nil:
-				return &unusableError{"credentials", he.err.Error(), he.err} // it names the endpoint
+				return policy.Decision{}, &unusableError{"credentials", he.err.Error(), he.err} // it names the endpoint
 			}
-			return nil
+			d := he.rules.Decide(chk.Method, chk.Path, seconds(in.TimeoutS))
+			req.NoRedirects = d.NoRedirects
+			return d, d.Err
 		},
-		approval: func() (*Question, string) {
-			if !slices.Contains(he.approveMethods, method) {
-				return nil, ""
-			}
-			return g.requestQuestion(s.cfg, in.Endpoint, he.endpoint.BaseURL, sent, req), ruleApproveHTTP
+		approval: func() *Question {
+			return g.requestQuestion(s.cfg, in.Endpoint, he.endpoint.BaseURL, sent, req)
 		},
-		asked: seconds(in.TimeoutS), timeout: he.timeout, maxTimeout: he.maxTimeout,
 		streams: []string{"body"},
 		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
 			// w[0] passes every redactor put in effect while the body

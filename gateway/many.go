@@ -145,55 +145,46 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 	parallel := cmp.Or(in.MaxParallel, c.server.MaxParallel)
 	parallel = min(max(parallel, 1), cap(c.limit.server))
 	targets := make([]*fanTarget, len(names))
-	var longest time.Duration
 	for i, name := range names {
-		st := s.ssh[name]
-		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, st, in.on(name))}
-		t, _ := policy.Timeout(seconds(in.TimeoutS), st.timeout, st.maxTimeout)
-		longest = max(longest, t)
+		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, s.ssh[name], in.on(name))}
 	}
-	// Its own bound: every wave of targets within its longest timeout
-	// and its wait for slots, and a minute to stop; each target's own
-	// timeout stops it sooner. Saturated: max_timeout has no cap.
-	waves := float64((len(names) + parallel - 1) / parallel)
-	bound := time.Duration(min(waves*float64(longest+c.server.QueueWait+time.Minute), float64(math.MaxInt64/2)))
 
 	var mu sync.Mutex // guards the targets' handle and group
 	fan := &action{
 		intent: audit.Record{Tool: "ssh_exec_many", Target: label, Command: in.Command},
-		check: func(*audit.Record) error {
-			// Every target's policy before anything runs. Other refusals
-			// (a missing secret) fail that target alone, when it starts.
-			var denied []*policy.DeniedError
-			for _, t := range targets {
-				var de *policy.DeniedError
-				if err := t.a.check(&t.a.intent); errors.As(err, &de) {
-					denied = append(denied, de)
-				}
+		check: func(*audit.Record) (policy.Decision, error) {
+			// Every target's policy before anything runs.
+			refusals := make([]error, len(targets))
+			asks := false
+			var longest time.Duration
+			for i, t := range targets {
+				t.a.decision, refusals[i] = t.a.check(&t.a.intent)
+				asks = asks || t.a.decision.Verdict == policy.Asked
+				longest = max(longest, t.a.decision.Timeout)
 			}
-			if len(denied) > 0 {
-				return &policy.DeniedError{Target: label, Rule: "the targets' rules",
-					Reason: fmt.Sprintf("nothing ran: %s of %d refuse the command: %s", output.Plural(len(denied), "target"), len(targets), denials(denied))}
-			}
-			return nil
+			// Its own bound: every wave of targets within its longest
+			// timeout and its wait for slots, and a minute to stop; each
+			// target's own timeout stops it sooner. Saturated: max_timeout
+			// has no cap.
+			waves := float64((len(names) + parallel - 1) / parallel)
+			bound := time.Duration(min(waves*float64(longest+c.server.QueueWait+time.Minute), float64(math.MaxInt64/2)))
+			d := policy.Fanout(label, refusals, asks, bound)
+			return d, d.Err
 		},
 		// One question for every target that asks about the command; the
 		// targets then ask nothing themselves.
-		approval: func() (*Question, string) {
+		approval: func() *Question {
 			var asking []*Question
 			for _, t := range targets {
-				if q, _ := t.a.approval(); q != nil {
+				if t.a.decision.Verdict == policy.Asked {
+					q := t.a.approval()
 					asking = append(asking, q)
 					t.asked = q.Key
 				}
 				t.a.approved = true
 			}
-			if len(asking) == 0 {
-				return nil, ""
-			}
-			return g.fanQuestion(s.cfg, label, in, len(targets), asking, s.ssh), ruleApprove
+			return g.fanQuestion(s.cfg, label, in, len(targets), asking, s.ssh)
 		},
-		timeout: bound, maxTimeout: bound,
 		targets: int64(len(targets)),
 	}
 	end := func(t *fanTarget, r *ToolResult) {
@@ -307,19 +298,18 @@ func (g *Gateway) fanTargetNow(s *state, t *fanTarget, in SSHExecManyInput) (*st
 	}
 	st, ok := cur.ssh[t.name]
 	if !ok {
-		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "reload",
-			Reason: "the target was removed from the configuration by a reload while the fan-out ran"}
+		return nil, nil, policy.Removed(t.name)
 	}
 	a := g.sshExecAction(cur.cfg, st, in.on(t.name))
 	a.intent.Parent, a.intent.Approvals = t.a.intent.Parent, t.a.intent.Approvals
-	if err := a.check(&a.intent); err != nil {
+	d, err := a.check(&a.intent)
+	if err != nil {
 		return cur, a, nil // the pipeline refuses it, as it does any action
 	}
 	// The question the target now asks must be the one the person
 	// answered: the same command on the same host, user and port.
-	if q, _ := a.approval(); q != nil && q.Key != t.asked {
-		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "approve",
-			Reason: "a reload while the fan-out ran made the command ask a person first on this target, or changed the target; call again to ask"}
+	if d.Verdict == policy.Asked && a.approval().Key != t.asked {
+		return nil, nil, policy.Reasked(t.name)
 	}
 	a.approved = true
 	return cur, a, nil
@@ -365,26 +355,6 @@ func (g *Gateway) backgroundTurn(ctx context.Context, c *core, handle string, ow
 	case <-ctx.Done():
 		return func() {}, context.Cause(ctx)
 	}
-}
-
-// denials says which targets refused a command and why, the targets with
-// the same reason and rule together.
-func denials(denied []*policy.DeniedError) string {
-	type why struct{ reason, rule string }
-	var order []why
-	by := map[why][]string{}
-	for _, de := range denied {
-		w := why{de.Reason, de.Rule}
-		if _, ok := by[w]; !ok {
-			order = append(order, w)
-		}
-		by[w] = append(by[w], de.Target)
-	}
-	parts := make([]string, 0, len(order))
-	for _, w := range order {
-		parts = append(parts, fmt.Sprintf("%s: %s (%s)", listNames(by[w], 8), output.Clip(w.reason, 300), output.Clip(w.rule, 300)))
-	}
-	return output.Clip(strings.Join(parts, "; "), 4000)
 }
 
 // fanoutTargets resolves the targets of an ssh_exec_many call and names

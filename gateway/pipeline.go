@@ -25,23 +25,24 @@ type action struct {
 	// intent is the audit intent: tool, target and what is asked (a
 	// command, or a method and a path).
 	intent audit.Record
-	// check decides whether the action may run: a *policy.DeniedError
-	// denies it, an *unusableError refuses it for a reason of the target
-	// or the request (a secret that did not load, stdin over the limit).
+	// check decides whether the action may run: it returns policy's
+	// decision, and the refusal, in the order the action checks: a
+	// *policy.DeniedError or *policy.LimitError, or an *unusableError for
+	// a reason of the target or the request (a secret that did not load).
 	// It may correct the intent to what would actually be sent.
-	check func(intent *audit.Record) error
-	// approval, when set, is called once check passed: the question a
-	// person must approve before the action runs (nil: none) and the
-	// option that asks it. approved is set once that is settled, so that
-	// a second pass (after a host key was trusted) does not ask again.
-	approval func() (q *Question, rule string)
+	check func(intent *audit.Record) (policy.Decision, error)
+	// decision is the last check's: the pipeline asks, and bounds the
+	// action's time, as it says.
+	decision policy.Decision
+	// approval is the question a person must approve before the action
+	// runs, when its decision is to ask. approved is set once that is
+	// settled, so that a second pass (after a host key was trusted) does
+	// not ask again.
+	approval func() *Question
 	approved bool
 	// remember are the actions a person approved for a while, kept once
 	// the intent is written.
 	remember []remember
-	// asked, timeout and maxTimeout are the call's timeout_s and the
-	// target's timeout and max_timeout.
-	asked, timeout, maxTimeout time.Duration
 	// reserve, when set, takes what the action needs of its target before
 	// it can start (an SSH session), waiting at most wait for one to free
 	// up; ctx carries the action's deadline, which connecting counts
@@ -221,20 +222,23 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		return nil, nil, g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken), nil
 	}
 	intent := &a.intent
-	if err := a.check(intent); err != nil {
+	d, err := a.check(intent)
+	if err == nil && d.Verdict == policy.Denied {
+		err = d.Err
+	}
+	a.decision = d
+	if err != nil {
 		r := g.failure("%v", err)
 		r.status = g.refused(c, intent, err)
 		return nil, nil, r, nil
 	}
-	if a.approval != nil && !a.approved {
-		if q, rule := a.approval(); q != nil {
-			if fail := g.decide(ctx, s, a, q, rule); fail != nil {
-				return nil, nil, fail, nil
-			}
+	if d.Verdict == policy.Asked && !a.approved {
+		if fail := g.decide(ctx, s, a, a.approval(), d.Rule); fail != nil {
+			return nil, nil, fail, nil
 		}
-		a.approved = true
 	}
-	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
+	a.approved = true
+	timeout, capped := d.Timeout, d.Capped
 	if background && !c.background.free() {
 		return nil, nil, g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"}), nil
 	}
@@ -315,8 +319,7 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 	// only a host key.
 	if cur := g.state().cfg; cur != s.cfg && !reflect.DeepEqual(cur, s.cfg) && !slices.ContainsFunc(intent.Approvals, shownAction) {
 		defer undo()
-		err := &policy.DeniedError{Target: intent.Target, Rule: "reload",
-			Reason: "the configuration was reloaded while this call waited; call again to run under the rules now in effect"}
+		err := policy.Reloaded(intent.Target)
 		r := g.failure("%v", err)
 		r.status = g.refused(c, intent, err)
 		return nil, nil, r, nil
@@ -394,7 +397,7 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 		}
 		structured, named, what, isError := a.finish(e, out.Handle(), streams)
 		if capped {
-			what += fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", a.asked.Seconds(), intent.Target, a.maxTimeout)
+			what += fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", d.AskedTimeout.Seconds(), intent.Target, timeout)
 		}
 		r := g.result(c, structured, isError, auditErr, what, out.Handle(), named...)
 		// Its slots are free before anyone learns it ended.
@@ -409,11 +412,14 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 // refusal for a reason of its target or request, and returns its status.
 func (g *Gateway) refused(c *core, intent *audit.Record, err error) Status {
 	var de *policy.DeniedError
+	var le *policy.LimitError
 	var ue *unusableError
 	switch {
 	case errors.As(err, &de):
 		g.refuse(c, intent, StatusDenied, de.Rule, de.Reason)
 		return StatusDenied
+	case errors.As(err, &le):
+		g.refuse(c, intent, StatusFailed, le.Rule, le.Reason)
 	case errors.As(err, &ue):
 		g.refuse(c, intent, StatusFailed, ue.rule, ue.reason)
 	default:

@@ -2,12 +2,10 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
-	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -75,56 +73,35 @@ func (g *Gateway) sshExecAction(cfg *config.Config, st *sshTarget, in SSHExecInp
 	var lease *sshexec.Lease
 	var dir string
 	var env map[string]string
-	var ask bool // a person is to approve the command
+	var sudo bool
+	var outputLimit int64
 	return &action{
 		intent: audit.Record{Tool: "ssh_exec", Target: in.Target, Command: in.Command},
-		check: func(intent *audit.Record) error {
-			// Sizes and bytes first: one call must not flood the audit
-			// log, nor reach the connection with what makes sshd drop it.
-			if len(in.Command) > st.maxCommand {
-				return &unusableError{"max_command_bytes", "command too long",
-					fmt.Errorf("the command is %d bytes; target %q accepts at most %d (max_command_bytes)", len(in.Command), in.Target, st.maxCommand)}
-			}
-			if strings.IndexByte(in.Command, 0) >= 0 {
-				return &unusableError{"command", "NUL byte in the command", errors.New("the command contains a NUL byte, which no shell command can hold")}
-			}
-			listed, err := st.commands.Listed(in.Command)
-			switch {
-			case err != nil:
-				return err
-			case !listed && st.approve == config.ApproveNever:
-				return st.commands.Check(in.Command) // the allow list's denial
-			}
-			ask = !listed || st.approve == config.ApproveAlways
-			if in.Sudo && !st.allowSudo {
-				return &policy.DeniedError{Target: in.Target, Rule: "allow_sudo", Reason: "sudo is not allowed on this target"}
+		check: func(intent *audit.Record) (policy.Decision, error) {
+			d := st.rules.Decide(policy.Command{Command: in.Command, Stdin: int64(len(in.Stdin)), Sudo: in.Sudo,
+				Cwd: in.Cwd, Env: in.Env, Timeout: seconds(in.TimeoutS)})
+			if err := firstError(d.Err, d.SudoErr); err != nil {
+				return d, err
 			}
 			intent.Sudo = in.Sudo
-			if st.err != nil {
-				return &unusableError{"credentials", st.err.Error(), st.err} // it names the target
+			if err := st.ready(nil); err != nil {
+				return d, err
 			}
-			if int64(len(in.Stdin)) > st.maxStdin {
-				return &unusableError{"max_stdin_bytes", "stdin too large",
-					fmt.Errorf("stdin is %d bytes; target %q accepts at most %d (max_stdin_bytes)", len(in.Stdin), in.Target, st.maxStdin)}
+			if err := firstError(d.StdinErr, d.DirErr, d.EnvErr); err != nil {
+				return d, err
 			}
-			if dir, env, err = st.environment(in.Target, in.Cwd, in.Env); err != nil {
-				return err
-			}
+			dir, env, sudo, outputLimit = d.Dir, d.Env, d.Sudo, d.OutputLimit
 			intent.Cwd, intent.Env = dir, envLines(env)
-			return nil
+			return d, nil
 		},
-		approval: func() (*Question, string) {
-			if !ask {
-				return nil, ""
-			}
-			return g.commandQuestion(cfg, st.where, in, dir, env), ruleApprove
+		approval: func() *Question {
+			return g.commandQuestion(cfg, st.where, in, dir, env)
 		},
-		asked: seconds(in.TimeoutS), timeout: st.timeout, maxTimeout: st.maxTimeout,
 		reserve: g.reserveSession(st, &lease),
 		streams: []string{"stdout", "stderr"},
 		execute: func(ctx context.Context, w []io.Writer, _ *atomic.Int64) *ended {
-			req := sshexec.Request{Command: in.Command, Dir: dir, Env: env, OutputLimit: st.outputLimit, Stdout: w[0], Stderr: w[1],
-				Sudo: in.Sudo, SudoPassword: st.sudoPassword}
+			req := sshexec.Request{Command: in.Command, Dir: dir, Env: env, OutputLimit: outputLimit, Stdout: w[0], Stderr: w[1],
+				Sudo: sudo, SudoPassword: st.sudoPassword}
 			if in.Stdin != "" {
 				req.Stdin = []byte(in.Stdin)
 			}
@@ -225,49 +202,27 @@ func describeSSH(out *SSHExecOutput, command string) string {
 	return b.String()
 }
 
-// environment returns the directory and the variables a call's command
-// runs with: the call's cwd, else the target's, as allow_cwd lets it be
-// (policy decides and cleans it, or denies); the target's env with the
-// call's on top. The call may set only the names allow_env allows (a
-// denial); sizes and bytes are bounded as in the config.
-func (st *sshTarget) environment(target, cwd string, callEnv map[string]string) (string, map[string]string, error) {
-	if len(cwd) > config.MaxCwdBytes || strings.IndexByte(cwd, 0) >= 0 {
-		return "", nil, &unusableError{"cwd", "cwd too long or with a NUL byte",
-			fmt.Errorf("cwd must be at most %d bytes, with no NUL byte", config.MaxCwdBytes)}
-	}
-	if cwd == "" {
-		cwd = st.cwd
-	}
-	cwd, err := st.dirs.Check(cwd)
-	if err != nil {
-		return "", nil, err
-	}
-	if len(callEnv) == 0 {
-		return cwd, st.env, nil
-	}
-	env := maps.Clone(st.env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	for _, name := range slices.Sorted(maps.Keys(callEnv)) {
-		v := callEnv[name]
-		switch {
-		case !sshexec.SettableEnv(name):
-			return "", nil, &unusableError{"env", "bad variable name",
-				fmt.Errorf("env: %q is not a variable name that can be set (%s)", output.Clip(name, 64), sshexec.EnvNameRule)}
-		case !slices.ContainsFunc(st.allowEnv, func(p string) bool { ok, _ := path.Match(p, name); return ok }):
-			return "", nil, &policy.DeniedError{Target: target, Rule: "allow_env",
-				Reason: fmt.Sprintf("env %s is not among the variables a call may set (allow_env %q): a variable can change what a command does", output.Clip(name, 64), st.allowEnv)}
-		case len(v) > config.MaxEnvValueBytes || strings.IndexByte(v, 0) >= 0:
-			return "", nil, &unusableError{"env", "env value too long or with a NUL byte",
-				fmt.Errorf("env %s: the value must be at most %d bytes, with no NUL byte", name, config.MaxEnvValueBytes)}
+// sshRules are the rules of target name, configured as c: its patterns
+// compiled (Validate compiled them once: this cannot fail), and the
+// remote wrapper's rule for the names of variables.
+func sshRules(name string, c *config.SSHTarget) (*policy.SSH, error) {
+	commands, err := policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
+	return &policy.SSH{Target: name, Commands: commands, Approve: c.Approve, AllowSudo: c.AllowSudo,
+		MaxCommand: c.MaxCommandBytes, MaxStdin: c.MaxStdinBytes,
+		Cwd: c.Cwd, Dirs: &policy.Dirs{Target: name, Allow: c.AllowCwd}, Env: c.Env, AllowEnv: c.AllowEnv,
+		SettableEnv: sshexec.SettableEnv, EnvNameRule: sshexec.EnvNameRule,
+		Timeout: c.Timeout, MaxTimeout: c.MaxTimeout, OutputLimit: c.OutputLimit,
+		Paths: &policy.Paths{Target: name, Allow: c.AllowPaths, Deny: c.DenyPaths}, MaxUpload: c.MaxUploadBytes, MaxDownload: c.MaxDownloadBytes}, err
+}
+
+// firstError is the first of errs that is not nil.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		env[name] = v
 	}
-	if len(env) > config.MaxEnv {
-		return "", nil, &unusableError{"env", "too many variables", fmt.Errorf("env: at most %d variables, with the target's, got %d", config.MaxEnv, len(env))}
-	}
-	return cwd, env, nil
+	return nil
 }
 
 // envLines renders env for the audit log: NAME=value, one a line, sorted.

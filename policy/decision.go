@@ -107,10 +107,23 @@ const (
 // MaxPathBytes bounds the remote path of a file transfer.
 const MaxPathBytes = 4096
 
+// timeout returns the timeout for a call that asked for asked (0: none
+// given): def when none was given, never more than max. capped reports
+// whether the ask was lowered.
+func timeout(asked, def, max time.Duration) (d time.Duration, capped bool) {
+	switch {
+	case asked <= 0:
+		return min(def, max), false
+	case asked > max:
+		return max, true
+	}
+	return asked, false
+}
+
 // budget is a decision with the call's timeout set.
 func budget(asked, def, max time.Duration) Decision {
 	d := Decision{AskedTimeout: asked}
-	d.Timeout, d.Capped = Timeout(asked, def, max)
+	d.Timeout, d.Capped = timeout(asked, def, max)
 	return d
 }
 
