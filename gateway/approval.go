@@ -6,16 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 
-	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
@@ -290,28 +287,6 @@ func writeStdin(b *strings.Builder, red func(string) string, stdin string) {
 	}
 }
 
-// commandQuestion is the question for one command on an SSH target
-// (where is user@host:port), as it will run: in dir, with env.
-func (g *Gateway) commandQuestion(cfg *config.Config, where string, in SSHExecInput, dir string, env map[string]string) *Question {
-	red := g.redactString
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run this command on SSH target %q (%s)?\n\nCommand: %s\n", in.Target, where, shown(red, in.Command))
-	if in.Sudo {
-		b.WriteString("As root, with sudo.\n")
-	}
-	if dir != "" {
-		fmt.Fprintf(&b, "Directory: %s\n", shown(red, dir))
-	}
-	parts := []string{"ssh_exec", in.Target, where, in.Command, in.Stdin, strconv.FormatBool(in.Sudo), dir}
-	for _, name := range slices.Sorted(maps.Keys(env)) {
-		fmt.Fprintf(&b, "Environment: %s=%s\n", shown(red, name), shown(red, env[name]))
-		parts = append(parts, name, env[name])
-	}
-	writeStdin(&b, red, in.Stdin)
-	return &Question{Asked: AskedCommand, Target: in.Target, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(parts...)}
-}
-
 // hostKeyQuestion is the question for an unknown host key.
 func hostKeyQuestion(cfg *config.Config, e *sshexec.HostKeyError) *Question {
 	msg := fmt.Sprintf("Trust the SSH host key of target %q?\n\nHost: %s\nKey type: %s\nFingerprint: %s\n\n"+
@@ -335,47 +310,4 @@ func sha256Hex(s string) string {
 func asksHostKey(cfg *config.Config, target string) bool {
 	t := cfg.SSH[target]
 	return t != nil && t.HostKeyPolicy == "ask"
-}
-
-// fanQuestion is the one question of a fan-out on targets whose asking
-// ones have the questions asking.
-func (g *Gateway) fanQuestion(cfg *config.Config, label string, in SSHExecManyInput, targets int, asking []*Question, ssh map[string]*sshTarget) *Question {
-	red := g.redactString
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run this command on %d SSH targets (%s)? %d of them ask before it runs.\n\nCommand: %s\n",
-		targets, shown(red, label), len(asking), shown(red, in.Command))
-	writeStdin(&b, red, in.Stdin)
-	b.WriteString("\nTargets that ask:\n")
-	keys := []string{"ssh_exec_many", strconv.Itoa(targets)}
-	for _, q := range asking {
-		fmt.Fprintf(&b, "- %s (%s)\n", q.Target, ssh[q.Target].where)
-		keys = append(keys, q.Key)
-	}
-	return &Question{Asked: AskedCommand, Target: label, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(keys...)}
-}
-
-// requestQuestion is the question for one HTTP request to base, whose
-// path (normalized, as it will be sent) is path.
-func (g *Gateway) requestQuestion(cfg *config.Config, endpoint, base, path string, req httpact.Request) *Question {
-	red := g.redactString
-	var b strings.Builder
-	if len(req.Query) > 0 {
-		path += "?" + req.Query.Encode()
-	}
-	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, base, req.Method, shown(red, path))
-	parts := []string{"http_request", endpoint, base, req.Method, path, strconv.FormatBool(req.JSON), string(req.Body)}
-	for _, k := range slices.Sorted(maps.Keys(req.Headers)) {
-		fmt.Fprintf(&b, "%s: %s\n", shown(red, k), shown(red, req.Headers[k]))
-		parts = append(parts, k, req.Headers[k])
-	}
-	if body := string(req.Body); body != "" {
-		kind := "Body"
-		if req.JSON {
-			kind = "JSON body"
-		}
-		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), shown(red, output.Clip(body, previewBytes)))
-	}
-	return &Question{Asked: AskedRequest, Target: endpoint, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(parts...)}
 }

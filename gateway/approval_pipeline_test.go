@@ -157,11 +157,11 @@ func TestApprovalEnvShownAndKeyed(t *testing.T) {
 	cfg := &config.Config{Approval: config.Approval{Timeout: time.Minute, Remember: time.Hour}}
 	question := func(env map[string]string) *Question {
 		a := (&Gateway{}).sshExecAction(cfg, st, SSHExecInput{Target: "web", Command: "git log", Env: env})
-		d, err := a.check(&a.intent)
+		d, err := a.kind.check(&a.intent)
 		if err != nil || d.Verdict != policy.Asked {
 			t.Fatalf("check %q: %v, %v; want asked", env, d.Verdict, err)
 		}
-		return a.approval()
+		return a.kind.(asker).question()
 	}
 	two := question(map[string]string{"LC_ALL": "C", "PAGER": "cat"})
 	one := question(map[string]string{"LC_ALL": "C\nPAGER=cat"})

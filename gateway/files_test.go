@@ -49,7 +49,7 @@ func TestUploadContent(t *testing.T) {
 		{"no from_stream", SSHUploadInput{FromHandle: "out-x"}, "from_stream", true},
 		{"encoding with from_handle", SSHUploadInput{FromHandle: "out-x", FromStream: "body", Encoding: "base64"}, "encoding", true},
 	} {
-		b, n, err := (&Gateway{}).uploadContent(&state{}, tt.in)
+		b, n, err := uploadContent(&state{}, tt.in)
 		switch {
 		case tt.err && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: %v; want an error saying %q", tt.name, err, tt.want)
