@@ -16,16 +16,14 @@ require (
 )
 
 require (
+	github.com/dlclark/regexp2 v1.12.0
 	github.com/kevinburke/ssh_config v1.6.0
 	github.com/pkg/sftp v1.13.12
-	github.com/trustelem/zxcvbn v1.0.1
 	golang.org/x/net v0.62.0
 )
 
 require (
-	github.com/dlclark/regexp2 v1.12.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect
-	github.com/test-go/testify v1.1.4 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
 

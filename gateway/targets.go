@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,9 +62,8 @@ type targets struct {
 
 // loadTargets reads every secret cfg references from store and builds the
 // targets. It also returns what the redactor must know: every loaded
-// value, and the "user:password" of Basic auth, whose base64 form an
-// echoing server would otherwise reflect unredacted; and whether a secret
-// did not load.
+// value, and the forms each endpoint's auth kind derives from its
+// secrets (derivedSecrets); and whether a secret did not load.
 func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger) (tg *targets, known []redact.Secret, failed bool) {
 	values, errs := loadSecrets(ctx, store, cfg.SecretNames())
 	for name, err := range errs {
@@ -74,9 +73,7 @@ func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log
 		known = append(known, redact.Secret{Name: name, Value: v.Reveal()})
 	}
 	for _, e := range cfg.HTTP {
-		if v, ok := values[e.PasswordSecret]; ok && e.Auth == "basic" {
-			known = append(known, redact.Secret{Name: e.PasswordSecret, Value: []byte(e.User + ":" + string(v.Reveal()))})
-		}
+		known = append(known, derivedSecrets(e, values)...)
 	}
 	tg = &targets{ssh: map[string]*sshTarget{}, http: map[string]*httpEndpoint{}}
 	for name := range cfg.SSH {
@@ -190,9 +187,12 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 		HeaderAllow: c.HeaderAllow, HeaderDeny: c.HeaderDeny, ResponseHeaders: c.ResponseHeaders,
 		AllowSpecialHeaders: c.AllowSpecialHeaders, MaxURLBytes: c.MaxURLBytes, MaxHeaderBytes: c.MaxHeaderBytes,
 		Retry: httpact.RetryPolicy{MaxAttempts: c.MaxAttempts},
-		Auth:  httpact.Auth{Kind: c.Auth, User: []byte(c.User), Header: c.Header, Param: c.Param},
+		Auth:  httpAuth(c, values),
 	}
 	he.endpoint = e
+	if e.Auth.OAuth2 != nil {
+		he.refreshSecret = c.RefreshTokenSecret
+	}
 	if c.CAFile != "" { // checked at load; read again in case it changed
 		var err error
 		if e.RootCAs, err = httpact.LoadCAFile(c.CAFile); err != nil {
@@ -200,17 +200,18 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 			return he
 		}
 	}
-	var err1, err2, err3, err4, err5 error
-	e.Auth.Token, err1 = secretBytes(c.TokenSecret, values, errs)
-	e.Auth.Password, err2 = secretBytes(c.PasswordSecret, values, errs)
-	clientKey, err3 := secretBytes(c.ClientKeySecret, values, errs)
-	if c.Auth == httpact.AuthOAuth2ClientCredentials || c.Auth == httpact.AuthOAuth2RefreshToken {
-		o := &httpact.OAuth2{TokenURL: c.TokenURL, ClientID: c.ClientID, Scopes: c.Scopes}
-		o.ClientSecret, err4 = secretBytes(c.ClientSecretSecret, values, errs)
-		o.RefreshToken, err5 = secretBytes(c.RefreshTokenSecret, values, errs)
-		e.Auth.OAuth2, he.refreshSecret = o, c.RefreshTokenSecret
+	// The secrets the endpoint uses, in this order in the error.
+	names := []string{c.TokenSecret, c.PasswordSecret, c.ClientKeySecret}
+	if e.Auth.OAuth2 != nil {
+		names = append(names, c.ClientSecretSecret, c.RefreshTokenSecret)
 	}
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	var failed []error
+	for _, s := range names {
+		if _, err := secretBytes(s, values, errs); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if err := errors.Join(failed...); err != nil {
 		he.err = fmt.Errorf("endpoint %q: %w", name, err)
 		return he
 	}
@@ -218,13 +219,58 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 		// The file was checked at load; the pair is checked now, so that
 		// a wrong key fails this endpoint (and check) before any dial.
 		var err error
-		if e.ClientCert, err = httpact.LoadClientCert(c.ClientCert, clientKey, c.ClientKeySecret); err != nil {
+		if e.ClientCert, err = httpact.LoadClientCert(c.ClientCert, values[c.ClientKeySecret].Reveal(), c.ClientKeySecret); err != nil {
 			he.err = &httpact.EndpointError{Endpoint: name, Field: "client_key_secret", Reason: err.Error()}
 			return he
 		}
 	}
+	// Config judged the file; this is httpact's judgement of what only
+	// it checks (a base path not normalized, the header lists, the
+	// injected header's name), made once and carried in he.err to check
+	// and to every call. Check and Do run it again to protect httpact
+	// itself.
 	he.err = e.Validate()
 	return he
+}
+
+// httpAuth is endpoint c's credential with the secrets of values; one
+// that did not load is nil, and the endpoint is not used.
+func httpAuth(c *config.HTTPEndpoint, values map[string]secrets.Value) httpact.Auth {
+	reveal := func(name string) []byte {
+		if v, ok := values[name]; ok {
+			return v.Reveal()
+		}
+		return nil
+	}
+	a := httpact.Auth{Kind: c.Auth, User: []byte(c.User), Header: c.Header, Param: c.Param,
+		Token: reveal(c.TokenSecret), Password: reveal(c.PasswordSecret)}
+	if kind, _ := httpact.LookupAuthKind(c.Auth); kind.OAuth2 {
+		a.OAuth2 = &httpact.OAuth2{TokenURL: c.TokenURL, ClientID: c.ClientID, Scopes: c.Scopes,
+			ClientSecret: reveal(c.ClientSecretSecret), RefreshToken: reveal(c.RefreshTokenSecret)}
+	}
+	return a
+}
+
+// derivedSecrets returns what the redactor must know of endpoint c's
+// secrets besides their values: each form its auth kind derives from
+// them (httpact.AuthKind.Derived, such as the "user:password" that Basic
+// auth base64s), under the name of the secret it holds, when that secret
+// loaded.
+func derivedSecrets(c *config.HTTPEndpoint, values map[string]secrets.Value) []redact.Secret {
+	kind, ok := httpact.LookupAuthKind(c.Auth)
+	if !ok {
+		return nil
+	}
+	auth, keys := httpAuth(c, values), c.AuthSettings()
+	var known []redact.Secret
+	for _, d := range kind.Derived(&auth) {
+		if name := keys[d.Key]; name != "" {
+			if _, ok := values[name]; ok {
+				known = append(known, redact.Secret{Name: name, Value: d.Value})
+			}
+		}
+	}
+	return known
 }
 
 // TargetCheck is what `actiongw check` reports of one target.
@@ -317,8 +363,6 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 			func(ctx context.Context) error { return auditexport.Probe(ctx, ec.Addr, ec.TLS) })
 	}
 	wg.Wait()
-	sort.Slice(checks, func(i, j int) bool {
-		return checks[i].Kind+checks[i].Name < checks[j].Kind+checks[j].Name
-	})
+	slices.SortFunc(checks, func(a, b TargetCheck) int { return strings.Compare(a.Kind+a.Name, b.Kind+b.Name) })
 	return checks
 }

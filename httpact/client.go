@@ -213,28 +213,18 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 
 	tr := c.transport(e, out.base)
 	rt := newRetrier(e.Retry, out.method, out.header)
-	rc := &retryablehttp.Client{
-		HTTPClient: &http.Client{
-			Transport:     tr,
-			CheckRedirect: e.redirectPolicy(out.base, !r.NoRedirects),
-		},
-		Logger:         nil, // its lines carry URLs with query strings
-		RetryMax:       rt.policy.MaxAttempts - 1,
-		CheckRetry:     rt.check,
-		Backoff:        rt.backoff,
-		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
-		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, i int) { rt.attempts = i + 1 },
-	}
-	// withToken sets an OAuth2 access token: the cached one, or a new one
-	// when there is none or stale is it.
+	rc := rt.client(tr, e.redirectPolicy(out.base, !r.NoRedirects))
+	// withToken sets an OAuth2 access token, where the kind puts it: the
+	// cached one, or a new one when there is none or stale is it.
+	kind := e.Auth.kind()
 	var tok []byte
 	withToken := func(stale []byte) (err error) {
 		if tok, err = c.token(ctx, e, tr, stale); err == nil {
-			rreq.Header.Set("Authorization", "Bearer "+string(tok))
+			kind.inject(&e.Auth, tok, nil, rreq.Header)
 		}
 		return err
 	}
-	if e.Auth.OAuth2 != nil {
+	if kind.OAuth2 {
 		if err := withToken(nil); err != nil {
 			res.fail(ctx, out.method, err)
 			return res, nil

@@ -135,42 +135,13 @@ var alwaysForbidden = []string{
 
 func agentForbidden(name string) bool { return nameMatches(alwaysForbidden, name) }
 
-// Auth kinds.
-const (
-	AuthNone   = "none"
-	AuthBearer = "bearer"
-	AuthBasic  = "basic"
-	AuthHeader = "header"
-	AuthQuery  = "query"
-	// The OAuth2 kinds send "Authorization: Bearer" with an access token
-	// from Auth.OAuth2's token endpoint.
-	AuthOAuth2ClientCredentials = "oauth2_client_credentials"
-	AuthOAuth2RefreshToken      = "oauth2_refresh_token"
-)
-
-// Auth is the credential injected into each request. Secret values come
-// from the keyring; String and GoString never print them.
-type Auth struct {
-	// Kind is "" or AuthNone, AuthBearer (Token), AuthBasic (User and
-	// Password), AuthHeader (Token in the header named Header), AuthQuery
-	// (Token in the query parameter named Param), or one of the OAuth2
-	// kinds (OAuth2).
-	Kind     string
-	Token    []byte
-	User     []byte
-	Password []byte
-	Header   string
-	Param    string
-	// OAuth2 is set for the OAuth2 kinds only.
-	OAuth2 *OAuth2
-}
-
-func (a Auth) String() string   { return "httpact.Auth{Kind:" + strconv.Quote(a.Kind) + "}" }
-func (a Auth) GoString() string { return a.String() }
-
 // Validate checks the configured fields of e. It does not look at secret
 // values, which may not be loaded yet; Client.Do checks those. It returns an
 // *EndpointError.
+//
+// Check, Do, Probe and ProbeToken run the same checks on every call, to
+// protect httpact itself: an Endpoint is a struct its caller fills in, and
+// may change, and none is sent that these checks refuse, whoever built it.
 func (e *Endpoint) Validate() error {
 	_, err := e.validate()
 	return err
@@ -179,7 +150,7 @@ func (e *Endpoint) Validate() error {
 // validate is Validate, returning the parsed base URL.
 func (e *Endpoint) validate() (*url.URL, error) {
 	bad := func(field, format string, args ...any) (*url.URL, error) {
-		return nil, &EndpointError{Endpoint: e.Name, Field: field, Reason: fmt.Sprintf(format, args...)}
+		return nil, e.invalid(field, format, args...)
 	}
 	if e.Name == "" {
 		return bad("name", "must not be empty")
@@ -227,39 +198,16 @@ func (e *Endpoint) validate() (*url.URL, error) {
 	if r.WaitMax > 0 && r.WaitMin > r.WaitMax {
 		return bad("retry", "wait_min is larger than wait_max")
 	}
-	switch e.Auth.Kind {
-	case "", AuthNone, AuthBearer, AuthBasic:
-	case AuthHeader:
-		if !validToken(e.Auth.Header) {
-			return bad("auth", "kind header needs a valid header name")
-		}
-		if agentForbidden(e.Auth.Header) {
-			return bad("auth", "header %q cannot carry a credential", e.Auth.Header)
-		}
-	case AuthQuery:
-		if e.Auth.Param == "" || strings.ContainsFunc(e.Auth.Param, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
-			return bad("auth", "kind query needs a parameter name")
-		}
-	case AuthOAuth2ClientCredentials, AuthOAuth2RefreshToken:
-		o := e.Auth.OAuth2
-		if o == nil {
-			return bad("auth", "kind %s needs its OAuth2 settings", e.Auth.Kind)
-		}
-		if err := CheckTokenURL(o.TokenURL, e.AllowPrivate); err != nil {
-			return bad("token_url", "%s", err)
-		}
-		if o.ClientID == "" || hasControl(o.ClientID) {
-			return bad("client_id", "must be set, without control characters")
-		}
-		for _, s := range o.Scopes {
-			if !validScope(s) {
-				return bad("scopes", "%q is not a scope (printable, no space, quote or backslash)", s)
-			}
-		}
-	default:
-		return bad("auth", "unknown kind %q (none, bearer, basic, header, query, %s, %s)", e.Auth.Kind, AuthOAuth2ClientCredentials, AuthOAuth2RefreshToken)
+	kind := e.Auth.kind()
+	if kind == nil {
+		return bad("auth", "unknown kind %q (%s)", e.Auth.Kind, strings.Join(authKindNames(), ", "))
 	}
-	if e.Auth.OAuth2 != nil && e.Auth.Kind != AuthOAuth2ClientCredentials && e.Auth.Kind != AuthOAuth2RefreshToken {
+	if kind.check != nil {
+		if err := kind.check(e); err != nil {
+			return nil, err
+		}
+	}
+	if e.Auth.OAuth2 != nil && !kind.OAuth2 {
 		return bad("auth", "kind %q takes no OAuth2 settings", e.Auth.Kind)
 	}
 	tokenURL := ""
@@ -273,41 +221,12 @@ func (e *Endpoint) validate() (*url.URL, error) {
 	return base, nil
 }
 
-// checkSecrets checks the credential values Do is about to inject.
+// checkSecrets checks the credential values Do is about to inject, with
+// the checks of e's auth kind; e is valid.
 func (e *Endpoint) checkSecrets() error {
-	bad := func(reason string) error {
-		return &EndpointError{Endpoint: e.Name, Field: "auth", Reason: reason}
-	}
-	switch e.Auth.Kind {
-	case AuthBearer, AuthHeader, AuthQuery:
-		if len(e.Auth.Token) == 0 {
-			return bad("the token secret is empty or not loaded")
-		}
-		if hasControl(e.Auth.Token) {
-			return bad("the token secret contains a control character")
-		}
-	case AuthBasic:
-		if len(e.Auth.User) == 0 {
-			return bad("the basic-auth user is empty")
-		}
-		if hasControl(e.Auth.User) || hasControl(e.Auth.Password) {
-			return bad("the basic-auth user or password contains a control character")
-		}
-		if strings.IndexByte(string(e.Auth.User), ':') >= 0 {
-			return bad("the basic-auth user contains ':'")
-		}
-	case AuthOAuth2ClientCredentials, AuthOAuth2RefreshToken:
-		o := e.Auth.OAuth2
-		switch {
-		case o.OnToken == nil, e.Auth.Kind == AuthOAuth2RefreshToken && o.OnRefreshToken == nil:
-			// A token nobody was told of could come back unredacted.
-			return bad("no redactor is told of the access tokens")
-		case e.Auth.Kind == AuthOAuth2ClientCredentials && len(o.ClientSecret) == 0:
-			return bad("the client secret is empty or not loaded")
-		case e.Auth.Kind == AuthOAuth2RefreshToken && len(o.RefreshToken) == 0:
-			return bad("the refresh token secret is empty or not loaded")
-		case hasControl(o.ClientSecret) || hasControl(o.RefreshToken):
-			return bad("the client secret or refresh token contains a control character")
+	if k := e.Auth.kind(); k != nil && k.checkSecrets != nil {
+		if reason := k.checkSecrets(&e.Auth); reason != "" {
+			return e.invalid("auth", "%s", reason)
 		}
 	}
 	return nil

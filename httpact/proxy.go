@@ -90,7 +90,7 @@ func CheckProxy(proxy string, fromEnv bool, baseURL, tokenURL, authKind string) 
 	if err := CheckProxyURL(proxy); err != nil {
 		return bad("proxy", err.Error())
 	}
-	if plainHTTP(baseURL) && authKind != "" && authKind != AuthNone {
+	if plainHTTP(baseURL) && sendsCredential(authKind) {
 		return bad("proxy", "the base_url is plain http://, so through a proxy the request and its credential "+
 			"would be readable by the proxy: use an https:// base_url (the proxy then sees only CONNECT host:port), "+
 			`or auth = "none"`)
@@ -140,7 +140,7 @@ type proxySetting struct {
 
 func (e *Endpoint) proxySetting() proxySetting {
 	s := proxySetting{fixed: e.Proxy, fromEnv: e.ProxyFromEnvironment,
-		credential: e.Auth.Kind != "" && e.Auth.Kind != AuthNone}
+		credential: sendsCredential(e.Auth.Kind)}
 	if s.fromEnv {
 		s.env = environmentProxy()
 	}

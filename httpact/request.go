@@ -1,7 +1,6 @@
 package httpact
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -80,10 +79,11 @@ func (e *Endpoint) Check(r Request) (Checked, error) {
 // check is Check, also returning the parsed base URL and the agent's
 // checked query and headers.
 func (e *Endpoint) check(r *Request) (c checked, err error) {
-	c.base, err = e.validate()
+	c.base, err = e.validate() // on every call: see Validate
 	if err != nil {
 		return c, err
 	}
+	kind := e.Auth.kind()
 
 	c.Method = strings.ToUpper(r.Method)
 	if !validToken(c.Method) {
@@ -103,14 +103,14 @@ func (e *Endpoint) check(r *Request) (c checked, err error) {
 		}
 	}
 
-	if c.query, err = e.query(r.Query); err != nil {
+	if c.query, err = e.query(kind, r.Query); err != nil {
 		return c, err
 	}
 	if n := urlBytes(c.EscapedPath, c.query); e.MaxURLBytes > 0 && n > e.MaxURLBytes {
 		return c, &RequestError{Field: "url", Reason: fmt.Sprintf(
 			"the path and query are %d bytes as sent, over this endpoint's limit of %d (max_url_bytes)", n, e.MaxURLBytes)}
 	}
-	if c.header, err = e.header(r.Headers); err != nil {
+	if c.header, err = e.header(kind, r.Headers); err != nil {
 		return c, err
 	}
 
@@ -161,7 +161,9 @@ func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
 	if r.JSON && h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "application/json")
 	}
-	e.inject(q, h)
+	if kind := e.Auth.kind(); !kind.OAuth2 {
+		kind.inject(&e.Auth, nil, q, h) // an OAuth2 token is set by Do, once fetched
+	}
 
 	u := &url.URL{Scheme: c.base.Scheme, Host: c.base.Host, RawQuery: q.Encode()}
 	u.Path, _ = url.PathUnescape(c.EscapedPath) // built from checked segments
@@ -169,8 +171,8 @@ func (e *Endpoint) prepare(r *Request) (*outgoing, error) {
 	return &outgoing{base: c.base, url: u, method: c.Method, header: h, body: r.Body}, nil
 }
 
-// query checks the agent's query.
-func (e *Endpoint) query(in url.Values) (url.Values, error) {
+// query checks the agent's query; kind is e's auth kind.
+func (e *Endpoint) query(kind *AuthKind, in url.Values) (url.Values, error) {
 	q := make(url.Values, len(in)+1)
 	for k, vs := range in {
 		bad := func(reason string) error {
@@ -182,7 +184,7 @@ func (e *Endpoint) query(in url.Values) (url.Values, error) {
 		if hasControl(k) {
 			return nil, bad("a parameter name contains a control character")
 		}
-		if e.Auth.Kind == AuthQuery && strings.EqualFold(k, e.Auth.Param) {
+		if kind.setsParam(&e.Auth, k) {
 			return nil, bad(fmt.Sprintf("parameter %q is set by actiongw and cannot be supplied", k))
 		}
 		for _, v := range vs {
@@ -195,8 +197,8 @@ func (e *Endpoint) query(in url.Values) (url.Values, error) {
 	return q, nil
 }
 
-// header checks the agent's headers.
-func (e *Endpoint) header(in map[string]string) (http.Header, error) {
+// header checks the agent's headers; kind is e's auth kind.
+func (e *Endpoint) header(kind *AuthKind, in map[string]string) (http.Header, error) {
 	h := make(http.Header, len(in)+2)
 	size := 0
 	for k, v := range in {
@@ -206,7 +208,7 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 		if !validToken(k) {
 			return nil, bad("a header name is not a valid token") // it may hold anything: not echoed
 		}
-		if agentForbidden(k) || (e.Auth.Kind == AuthHeader && strings.EqualFold(k, e.Auth.Header)) {
+		if agentForbidden(k) || kind.setsHeader(&e.Auth, k) {
 			return nil, bad(fmt.Sprintf("%q is set by actiongw and cannot be supplied", k))
 		}
 		if err := e.checkSpecial(k); err != nil {
@@ -236,21 +238,4 @@ func (e *Endpoint) header(in map[string]string) (http.Header, error) {
 			"are %d bytes (names and values), over this endpoint's limit of %d (max_header_bytes)", size, e.MaxHeaderBytes)}
 	}
 	return h, nil
-}
-
-// inject adds the credential to a checked query and header.
-func (e *Endpoint) inject(q url.Values, h http.Header) {
-	switch e.Auth.Kind {
-	case AuthBearer:
-		h.Set("Authorization", "Bearer "+string(e.Auth.Token))
-	case AuthBasic:
-		cred := make([]byte, 0, len(e.Auth.User)+1+len(e.Auth.Password))
-		cred = append(append(append(cred, e.Auth.User...), ':'), e.Auth.Password...)
-		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString(cred))
-		clear(cred)
-	case AuthHeader:
-		h.Set(e.Auth.Header, string(e.Auth.Token))
-	case AuthQuery:
-		q.Set(e.Auth.Param, string(e.Auth.Token))
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
 )
 
 const (
@@ -41,6 +43,20 @@ func newRetrier(p RetryPolicy, method string, h http.Header) *retrier {
 		idempotent = h.Get("Idempotency-Key") != ""
 	}
 	return &retrier{policy: p, idempotent: idempotent}
+}
+
+// client returns the retrying client that sends one request with rt's
+// policy through tr.
+func (rt *retrier) client(tr http.RoundTripper, redirects func(*http.Request, []*http.Request) error) *retryablehttp.Client {
+	return &retryablehttp.Client{
+		HTTPClient:     &http.Client{Transport: tr, CheckRedirect: redirects},
+		Logger:         nil, // its lines carry URLs with query strings
+		RetryMax:       rt.policy.MaxAttempts - 1,
+		CheckRetry:     rt.check,
+		Backoff:        rt.backoff,
+		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
+		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, i int) { rt.attempts = i + 1 },
+	}
 }
 
 // check is retryablehttp.CheckRetry. It never returns an error of its own,

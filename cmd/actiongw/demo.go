@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/actiongw/actiongw/internal/demo/tour"
+	"github.com/actiongw/actiongw/cmd/actiongw/internal/tour"
 )
 
 // demo runs `actiongw demo`: the tour of the sandbox, driven over MCP.

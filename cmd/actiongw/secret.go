@@ -14,11 +14,11 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"github.com/trustelem/zxcvbn"
 	"golang.org/x/term"
 
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/redact"
+	"github.com/actiongw/actiongw/internal/zxcvbn"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -232,7 +232,9 @@ const minGuessBits = 60
 const maxJudgedRunes = 100
 
 // weak reports whether value could be found in under 2^minGuessBits
-// guesses, as zxcvbn (github.com/trustelem/zxcvbn) estimates them: it
+// guesses, as zxcvbn estimates them (internal/zxcvbn, a copy of
+// github.com/trustelem/zxcvbn that builds its tables on the first
+// estimate, which serve never makes): it
 // knows what guessing tries first (common passwords, words, names, dates,
 // keyboard walks, repeats, sequences, l33t), which counting characters
 // does not. The estimator takes a string, so the value is copied into

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/user"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -385,7 +387,7 @@ func (c *Config) resolveSSHConfig(set func(target, key string) bool) []*FieldErr
 		return []*FieldError{{Field: "server.ssh_config", Reason: fmt.Sprintf("ssh config %v; fix it, or set ssh_config = %q in [server] to not read it", err, sshConfigOff)}}
 	}
 	var problems []*FieldError
-	for _, name := range sortedKeys(c.SSH) {
+	for _, name := range slices.Sorted(maps.Keys(c.SSH)) {
 		t := c.SSH[name]
 		if t == nil || t.Host == "" {
 			continue

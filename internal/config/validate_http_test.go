@@ -1,0 +1,98 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/actiongw/actiongw/httpact"
+)
+
+// authValues is a valid value, as TOML, of every auth key: TestAuthKinds
+// fills a row's keys from it, so a row with a key it lacks fails until
+// one is added here.
+var authValues = map[string]string{
+	"token_secret": `"api-token"`, "user": `"deploy"`, "password_secret": `"api-password"`,
+	"header": `"X-Api-Key"`, "param": `"api_key"`,
+	"token_url": `"https://auth.example/token"`, "client_id": `"actiongw"`,
+	"client_secret_secret": `"api-client-secret"`, "scopes": `["read"]`,
+	"refresh_token_secret": `"api-refresh-token"`,
+}
+
+// TestAuthKeys: every key a row of httpact's table names is an auth key
+// of the endpoint, which validation then reads, and a TOML key.
+func TestAuthKeys(t *testing.T) {
+	settings := (&HTTPEndpoint{}).AuthSettings()
+	keys := tomlKeys(HTTPEndpoint{})
+	for k := range settings {
+		if !slices.Contains(keys, k) {
+			t.Errorf("AuthSettings names %q, which is no key of [http.*]", k)
+		}
+	}
+	for _, kind := range httpact.AuthKinds() {
+		for _, k := range append(kind.Needs, kind.Optional...) {
+			if _, ok := settings[k]; !ok {
+				t.Errorf("auth %q names %q, which AuthSettings does not hold", kind.Name, k)
+			}
+		}
+	}
+}
+
+// TestAuthKinds loads, for every row of httpact's table, an endpoint with
+// the keys the row needs and may use, then one without each needed key
+// and one with each other auth key: refused, naming the key.
+func TestAuthKinds(t *testing.T) {
+	all := slices.Sorted(maps.Keys((&HTTPEndpoint{}).AuthSettings()))
+	for _, kind := range httpact.AuthKinds() {
+		t.Run(kind.Name, func(t *testing.T) {
+			endpoint := func(keys []string) string {
+				var b strings.Builder
+				fmt.Fprintf(&b, "[http.api]\nbase_url = \"https://api.example\"\nauth = %q\n", kind.Name)
+				for _, k := range keys {
+					v, ok := authValues[k]
+					if !ok {
+						t.Fatalf("no test value for %q: add one to authValues", k)
+					}
+					fmt.Fprintf(&b, "%s = %s\n", k, v)
+				}
+				return b.String()
+			}
+			uses := append(slices.Clone(kind.Needs), kind.Optional...)
+			if _, err := Parse([]byte(endpoint(uses))); err != nil {
+				t.Fatalf("with %q: %v", uses, err)
+			}
+			for _, k := range kind.Needs {
+				_, err := Parse([]byte(endpoint(slices.DeleteFunc(slices.Clone(uses), func(s string) bool { return s == k }))))
+				wantField(t, err, "http.api."+k, fmt.Sprintf("is required by auth = %q", kind.Name))
+			}
+			for _, k := range all {
+				if slices.Contains(uses, k) {
+					continue
+				}
+				_, err := Parse([]byte(endpoint(append(slices.Clone(kind.Needs), k))))
+				wantField(t, err, "http.api."+k, fmt.Sprintf("is not used by auth = %q", kind.Name))
+			}
+		})
+	}
+	_, err := Parse([]byte("[http.api]\nbase_url = \"https://api.example\"\nauth = \"oauth\"\n"))
+	wantField(t, err, "http.api.auth", `must be none, bearer, basic, header, query, oauth2_client_credentials or oauth2_refresh_token, got "oauth"`)
+}
+
+// wantField fails unless err holds a *FieldError on field whose reason
+// is reason.
+func wantField(t *testing.T, err error, field, reason string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v; want an *Error", err)
+	}
+	for _, p := range e.Problems {
+		if p.Field == field && p.Reason == reason {
+			return
+		}
+	}
+	t.Errorf("error %v; want %s: %s", err, field, reason)
+}
