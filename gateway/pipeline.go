@@ -148,9 +148,12 @@ type ProgressReport struct {
 // progressInterval is how often Progress is called while bytes arrive.
 const progressInterval = 250 * time.Millisecond
 
-// timeoutError is the cause that ends an action at its timeout. It is a
-// context.DeadlineExceeded for sshexec and httpact, which say "timeout"
-// for it and stop the action.
+// timeoutError is the cause that ends an action at its timeout: the one
+// timeout error there is. sshexec and httpact know no type of their own
+// (they import nothing of this project, and the standard library has the
+// word): a context of theirs that ends at a deadline, or with a cause
+// that wraps context.DeadlineExceeded as this does, is a timeout to them;
+// they stop the action and give this text as the reason.
 type timeoutError struct{ d time.Duration }
 
 func (e *timeoutError) Error() string { return fmt.Sprintf("timed out after %v", e.d) }

@@ -97,7 +97,8 @@ const (
 	RuleApproveMethods = "approve_methods"
 )
 
-// Bounds of every command's directory and environment.
+// Bounds of every command's directory and environment, the call's and
+// the target's together (config holds a target's to them as it loads).
 const (
 	MaxCwdBytes      = 4096
 	MaxEnv           = 64
