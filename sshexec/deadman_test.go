@@ -297,7 +297,14 @@ func TestStopEscapees(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				res, err := p.Run(context.Background(), tg, Request{Command: "cd " + dir + " || exit 1\n" + tc.command, Stdout: &stdout, Timeout: 3 * time.Second})
+				// The timeout counts from the command's start (Lease.Run), not
+				// from a dial on a loaded machine, which could use it all.
+				l, err := p.Acquire(context.Background(), tg, forever)
+				if err != nil {
+					done <- result{nil, err}
+					return
+				}
+				res, err := l.Run(context.Background(), Request{Command: "cd " + dir + " || exit 1\n" + tc.command, Stdout: &stdout, Timeout: 3 * time.Second})
 				done <- result{res, err}
 			}()
 			pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second)
@@ -330,7 +337,7 @@ func TestKillScriptRemovesFIFO(t *testing.T) {
 		}
 	}
 	// A process group that does not exist: only the removal has work.
-	cmd := exec.Command(sh, "-c", killScript("KILL", 999999999, id))
+	cmd := exec.Command(sh, "-c", cleanupScript(id)+killScript("KILL", wrapperInfo{pgid: 999999999}, id))
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("killScript: %v: %s", err, out)
@@ -350,7 +357,7 @@ func TestAliveScriptCannotList(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh")
 	}
-	cmd := exec.Command(sh, "-c", aliveScript(int64(os.Getpid()), newRunID()))
+	cmd := exec.Command(sh, "-c", aliveScript(wrapperInfo{pgid: int64(os.Getpid())}, newRunID(), false))
 	cmd.Env = []string{"PATH=" + t.TempDir()} // no grep, no ps, no awk
 	err = cmd.Run()
 	var code int
@@ -409,7 +416,7 @@ func TestDeadManDisarmed(t *testing.T) {
 // command with them).
 func TestWrapNamesItsFIFO(t *testing.T) {
 	const id = "runid"
-	script := wrap(&Request{Command: "true", Stdin: []byte("x"), Env: map[string]string{"V": "@N@ @ID@"}}, id, true, 5*time.Second)
+	script := wrap(&Request{Command: "true", Stdin: []byte("x"), Env: map[string]string{"V": "@N@ @ID@"}}, id, true, 5*time.Second, time.Second, false)
 	given := strings.Count(script, "@ID@") + strings.Count(script, "@N@")
 	if given != 2 || !strings.Contains(script, "/actiongw-"+id+".in") {
 		t.Errorf("got %d placeholders left (want the call's 2), FIFO named for the run: %v; script:\n%s", given, strings.Contains(script, "/actiongw-"+id+".in"), script)

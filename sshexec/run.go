@@ -75,10 +75,14 @@ type Result struct {
 	// command was started (dialling, waiting for a session slot).
 	Duration, ConnectDuration time.Duration
 	// RemoteStopped is set when Run had to stop the command, or lost it:
-	// true only when every process the command started (its process group
-	// and every process carrying its run id, also those that left the
-	// group) was verified gone on the target; false when that could not be
-	// verified, with Unverified saying why.
+	// true only when every process the command started was verified gone
+	// on the target (where the wrapper is a subreaper: every descendant of
+	// it, whatever left the group or the session or rewrote its
+	// environment; elsewhere: its process group, every process carrying
+	// its run id, and no other process of the user that started during
+	// the command and cannot be shown to be someone else's); false when
+	// that could not be verified, with Unverified saying why and naming
+	// the processes (see the wrapper's doc in wrapper.go).
 	RemoteStopped *bool
 	Unverified    string
 	// Reason says why the run was stopped or failed, from the
@@ -327,7 +331,7 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	res := &Result{}
 	var err error
 	hb := r.target.keepalive()
-	script := wrap(&r.req, r.runID, !r.target.UsePTY, heartbeatDeadline(hb))
+	script := wrap(&r.req, r.runID, !r.target.UsePTY, heartbeatDeadline(hb), r.target.stopGrace(), r.target.noSubreaper)
 	if err = checkCommand(&r.req, script); err == nil && r.req.Sudo && r.target.UsePTY {
 		err = &CommandError{"sudo on a pseudo-terminal would echo the password; set pty = false"}
 	}
@@ -401,8 +405,8 @@ wait:
 // new connection if this one is gone, and records in res whether all of it
 // is verified gone.
 func (r *run) killLost(res *Result) {
-	if pgid := r.s.waitPGID(0); pgid != 0 {
-		r.control(killScript("KILL", pgid, r.runID))
+	if r.s.waitPGID(0) != 0 {
+		r.control(killScript("KILL", r.s.info(), r.runID))
 	}
 	stopped, why := r.verify()
 	res.RemoteStopped, res.Unverified = &stopped, why

@@ -30,21 +30,30 @@ type session struct {
 	signal string
 	msg    string
 
-	pgid        atomic.Int64
+	wrapper     wrapperInfo // set before pgidDecided closes
 	armed       atomic.Bool // the wrapper's dead-man switch reads stdin for heartbeats
 	pgidOnce    sync.Once
-	pgidDecided chan struct{} // closed when pgid is known, or known to be missing
+	pgidDecided chan struct{} // closed when the wrapper is known, or known to be missing
+	reaped      atomic.Bool   // the supervisor's last line ended the marker stream
+	disarm      chan struct{} // closed by disarmOnce: tell the watcher to stand down
+	disarmOnce  sync.Once
 }
 
-// pgidMarker starts the line that the wrapper writes before the command.
-const pgidMarker = "\x1eactiongw-pgid "
+// The marker lines: the supervisor's first (subMarker NONCE) and last
+// (reapedMarker NONCE), and the wrapper's (pgidMarker ...) before the
+// command.
+const (
+	pgidMarker   = "\x1eactiongw-pgid "
+	subMarker    = "\x1eactiongw-sub "
+	reapedMarker = "\x1eactiongw-reaped "
+)
 
 // maxMarkerScan is how much of the marker stream is held back while looking
 // for the wrapper's line: shell start-up files may print before it.
 const maxMarkerScan = 4096
 
 func startSession(ch ssh.Channel, reqs <-chan *ssh.Request, stdout, stderr, markerOn io.Writer) *session {
-	s := &session{ch: ch, streamsDone: make(chan struct{}), done: make(chan struct{}), pgidDecided: make(chan struct{})}
+	s := &session{ch: ch, streamsDone: make(chan struct{}), done: make(chan struct{}), pgidDecided: make(chan struct{}), disarm: make(chan struct{})}
 	s.readers.Add(3)
 	s.stdin.Add(1) // see exec
 	go s.copy(stdout, ch, markerOn == stdout)
@@ -52,7 +61,7 @@ func startSession(ch ssh.Channel, reqs <-chan *ssh.Request, stdout, stderr, mark
 	go s.requests(reqs)
 	go func() {
 		s.readers.Wait()
-		s.decidePGID(0)
+		s.decide(wrapperInfo{})
 		close(s.streamsDone)
 		s.stdin.Wait()
 		close(s.done)
@@ -119,6 +128,9 @@ func (s *session) exec(t *Target, command string, stdin []byte, heartbeat time.D
 			select {
 			case <-s.streamsDone:
 				return
+			case <-s.disarm:
+				s.ch.Write([]byte{'x'})
+				return
 			case <-tick.C:
 				if _, err := s.ch.Write([]byte{'.'}); err != nil {
 					return
@@ -161,11 +173,13 @@ func (s *session) requests(reqs <-chan *ssh.Request) {
 }
 
 // copy drains r into w until end of file. With marker set, it removes the
-// wrapper's process-group line.
+// wrapper's marker lines from the start and the supervisor's last line
+// from the end.
 func (s *session) copy(w io.Writer, r io.Reader, marker bool) {
 	defer s.readers.Done()
 	buf := make([]byte, 64<<10)
-	var pending []byte
+	var pending, held []byte
+	tail := marker
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -182,6 +196,17 @@ func (s *session) copy(w io.Writer, r io.Reader, marker bool) {
 					pending = nil
 				}
 			}
+			if tail && !marker && s.wrapper.nonce != "" && len(data) > 0 {
+				// Held back: what might be the start of the last line.
+				if len(held) > 0 {
+					data = append(held, data...)
+					held = nil
+				}
+				if k := bytes.LastIndexByte(data, 0x1e); k >= 0 && s.reapedLine(data[k:], true) {
+					held = bytes.Clone(data[k:])
+					data = data[:k]
+				}
+			}
 			if len(data) > 0 {
 				w.Write(data)
 			}
@@ -193,6 +218,25 @@ func (s *session) copy(w io.Writer, r io.Reader, marker bool) {
 	if marker && len(pending) > 0 {
 		w.Write(pending)
 	}
+	if len(held) > 0 {
+		if s.reapedLine(held, false) {
+			s.reaped.Store(true)
+		} else {
+			w.Write(held)
+		}
+	}
+}
+
+// reapedLine reports whether b is the supervisor's last line (with a
+// terminal's CRLF too), or with prefix the start of it.
+func (s *session) reapedLine(b []byte, prefix bool) bool {
+	line := reapedMarker + s.wrapper.nonce
+	for _, end := range []string{"\n", "\r\n"} {
+		if want := line + end; string(b) == want || prefix && len(b) < len(want) && strings.HasPrefix(want, string(b)) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanMarker looks for the wrapper's line in the held-back start of the
@@ -202,7 +246,7 @@ func (s *session) scanMarker(pending []byte) (before, after []byte, looking bool
 	i := bytes.Index(pending, []byte(pgidMarker))
 	if i < 0 {
 		if len(pending) > maxMarkerScan {
-			s.decidePGID(0)
+			s.decide(wrapperInfo{})
 			return nil, pending, false
 		}
 		return nil, nil, true
@@ -210,30 +254,79 @@ func (s *session) scanMarker(pending []byte) (before, after []byte, looking bool
 	nl := bytes.IndexByte(pending[i:], '\n')
 	if nl < 0 {
 		if len(pending) > maxMarkerScan {
-			s.decidePGID(0)
+			s.decide(wrapperInfo{})
 			return nil, pending, false
 		}
 		return nil, nil, true
 	}
+	w := wrapperInfo{}
 	fields := strings.Fields(string(pending[i+len(pgidMarker) : i+nl]))
-	var pgid int64
 	if len(fields) > 0 {
-		pgid, _ = strconv.ParseInt(fields[0], 10, 64)
+		w.pid, _ = strconv.ParseInt(fields[0], 10, 64)
 	}
-	if pgid <= 1 {
-		pgid = 0
+	if w.pid <= 1 {
+		w.pid = 0
 	}
-	s.armed.Store(len(fields) > 1 && fields[1] == "armed")
-	s.decidePGID(pgid)
-	return pending[:i], pending[i+nl+1:], false
+	w.pgid = w.pid
+	armed := false
+	for _, f := range fields[min(1, len(fields)):] {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "armed":
+			armed = v == "1"
+		case "sub":
+			w.sub = v == "1"
+		case "group":
+			if g, err := strconv.ParseInt(v, 10, 64); err == nil && g > 1 && w.pid != 0 {
+				w.pgid = g
+			}
+		case "start":
+			if _, err := strconv.ParseUint(v, 10, 64); err == nil {
+				w.start = v
+			}
+		}
+	}
+	before = pending[:i]
+	// The supervisor's first line comes before it (with sub=1 only).
+	if j := bytes.Index(before, []byte(subMarker)); j >= 0 && w.sub {
+		if e := bytes.IndexByte(before[j:], '\n'); e >= 0 {
+			if f := strings.Fields(string(before[j+len(subMarker) : j+e])); len(f) == 1 {
+				w.nonce = f[0]
+			}
+			before = append(before[:j:j], before[j+e+1:]...)
+		}
+	}
+	if w.nonce == "" {
+		w.sub = false // without its first line, its last cannot be told from a forgery
+	}
+	s.armed.Store(armed)
+	s.decide(w)
+	return before, pending[i+nl+1:], false
 }
 
-func (s *session) decidePGID(pgid int64) {
+// decide records what the wrapper's marker said, once: a zero w when it
+// is missing.
+func (s *session) decide(w wrapperInfo) {
 	s.pgidOnce.Do(func() {
-		s.pgid.Store(pgid)
+		s.wrapper = w
 		close(s.pgidDecided)
 	})
 }
+
+// info returns what the wrapper's marker said, once waitPGID returned a
+// process group.
+func (s *session) info() wrapperInfo {
+	select {
+	case <-s.pgidDecided:
+		return s.wrapper
+	default:
+		return wrapperInfo{}
+	}
+}
+
+// standDown tells the dead-man switch to stand down, once stdin is sent:
+// the supervisor, stopping, finishes the job.
+func (s *session) standDown() { s.disarmOnce.Do(func() { close(s.disarm) }) }
 
 // waitPGID returns the remote process group, waiting up to d for the
 // wrapper's line; zero means unknown.
@@ -244,7 +337,7 @@ func (s *session) waitPGID(d time.Duration) int64 {
 	case <-s.pgidDecided:
 	case <-t.C:
 	}
-	return s.pgid.Load()
+	return s.info().pid
 }
 
 // wait waits up to d for the session to end and reports whether it did.

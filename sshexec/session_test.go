@@ -29,8 +29,8 @@ func copyMarked(stream []byte, chunk int) (out []byte, pgid int64) {
 	var buf bytes.Buffer
 	s.readers.Add(1)
 	s.copy(&buf, &chunkReader{stream, chunk}, true)
-	s.decidePGID(0)
-	return buf.Bytes(), s.pgid.Load()
+	s.decide(wrapperInfo{})
+	return buf.Bytes(), s.wrapper.pgid
 }
 
 // FuzzMarker checks, for any remote stream and any read sizes, that the
@@ -81,4 +81,42 @@ func TestMarkerNotFound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReaped checks, for any remote output and read sizes, that the
+// supervisor's lines are removed and nothing else, and that the session
+// counts as reaped only when the stream ends with the supervisor's last
+// line and its nonce: a command's output (untrusted) that forges one with
+// another nonce, or anywhere but at the end, changes nothing.
+func FuzzReaped(f *testing.F) {
+	f.Add([]byte("out\n"), []byte(reapedMarker+"n0nce\n"), true, uint8(3))
+	f.Add([]byte(""), []byte(""), true, uint8(1))
+	f.Add([]byte(reapedMarker+"abc\n"), []byte("tail"), false, uint8(200))
+	f.Fuzz(func(t *testing.T, output, forged []byte, last bool, chunk uint8) {
+		const nonce = "abc"
+		head := subMarker + nonce + "\n" + pgidMarker + "42 armed=1 sub=1 start=7\n"
+		body := append(append([]byte{}, output...), forged...)
+		stream := append([]byte(head), body...)
+		if last {
+			stream = append(stream, reapedMarker+nonce+"\n"...)
+		}
+		s := &session{pgidDecided: make(chan struct{})}
+		var buf bytes.Buffer
+		s.readers.Add(1)
+		s.copy(&buf, &chunkReader{stream, int(chunk) + 1}, true)
+		want := body
+		wantReaped := last
+		if !last && bytes.HasSuffix(body, []byte(reapedMarker+nonce+"\n")) || !last && bytes.HasSuffix(body, []byte(reapedMarker+nonce+"\r\n")) {
+			// The command's output ended with the line itself: it cannot
+			// be told from the supervisor's (it knows no nonce: see
+			// supervisor), and is taken for it.
+			want, wantReaped = body[:bytes.LastIndex(body, []byte(reapedMarker))], true
+		}
+		if !bytes.Equal(buf.Bytes(), want) || s.reaped.Load() != wantReaped {
+			t.Fatalf("got %q, reaped %v; want %q, reaped %v", buf.Bytes(), s.reaped.Load(), want, wantReaped)
+		}
+		if w := s.info(); w.pgid != 42 || !w.sub || w.nonce != nonce || w.start != "7" {
+			t.Fatalf("wrapper: got %+v", w)
+		}
+	})
 }

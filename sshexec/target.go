@@ -72,6 +72,10 @@ type Target struct {
 	// AgentSocket is the ssh-agent's socket when Auth.Agent is set; empty
 	// means $SSH_AUTH_SOCK.
 	AgentSocket string
+
+	// noSubreaper keeps the wrapper from using the host's perl (see
+	// supervisor), as on a host without it: for tests.
+	noSubreaper bool
 }
 
 // StopMode is how a running command is stopped.
