@@ -280,12 +280,17 @@ func drawsNothing(r rune) bool {
 	return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || r == '\u2800'
 }
 
-// writeStdin shows the size, hash and start of a command's stdin.
-func writeStdin(b *strings.Builder, red func(string) string, stdin string) {
+// writeStdin shows the size, hash and start of a command's stdin, quoted
+// with quote.
+func writeStdin(b *strings.Builder, quote func(string) string, stdin string) {
 	if stdin != "" {
-		fmt.Fprintf(b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(stdin), sha256Hex(stdin), shown(red, output.Clip(stdin, previewBytes)))
+		fmt.Fprintf(b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(stdin), sha256Hex(stdin), quote(output.Clip(stdin, previewBytes)))
 	}
 }
+
+// quote is s as a question shows it (shown), every secret the gateway
+// knows redacted: the kinds' questions quote what they ask about with it.
+func (g *Gateway) quote(s string) string { return shown(g.redactString, s) }
 
 // hostKeyQuestion is the question for an unknown host key.
 func hostKeyQuestion(cfg *config.Config, e *sshexec.HostKeyError) *Question {

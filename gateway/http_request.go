@@ -165,15 +165,15 @@ func httpRules(name string, c *config.HTTPEndpoint) *policy.HTTP {
 // with its path normalized, as it will be sent: escaped, since decoded,
 // "/a%2Fb" (one segment) and "/a/b" (two) look the same.
 func (k *httpRequest) question() *Question {
-	red, endpoint, base, path, req := k.g.redactString, k.in.Endpoint, k.he.endpoint.BaseURL, k.sent, k.req
+	quote, endpoint, base, path, req := k.g.quote, k.in.Endpoint, k.he.endpoint.BaseURL, k.sent, k.req
 	var b strings.Builder
 	if len(req.Query) > 0 {
 		path += "?" + req.Query.Encode()
 	}
-	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, base, req.Method, shown(red, path))
+	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, base, req.Method, quote(path))
 	parts := []string{"http_request", endpoint, base, req.Method, path, strconv.FormatBool(req.JSON), string(req.Body)}
 	for _, k := range slices.Sorted(maps.Keys(req.Headers)) {
-		fmt.Fprintf(&b, "%s: %s\n", shown(red, k), shown(red, req.Headers[k]))
+		fmt.Fprintf(&b, "%s: %s\n", quote(k), quote(req.Headers[k]))
 		parts = append(parts, k, req.Headers[k])
 	}
 	if body := string(req.Body); body != "" {
@@ -181,7 +181,7 @@ func (k *httpRequest) question() *Question {
 		if req.JSON {
 			kind = "JSON body"
 		}
-		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), shown(red, output.Clip(body, previewBytes)))
+		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), quote(output.Clip(body, previewBytes)))
 	}
 	return &Question{Asked: AskedRequest, Target: endpoint, Message: b.String(),
 		Remember: k.cfg.Approval.Remember, Timeout: k.cfg.Approval.Timeout, Key: questionKey(parts...)}

@@ -150,21 +150,21 @@ func (k *sshExec) finish(e *ended) *result {
 // will run: where (user@host:port), in its directory, with its
 // environment.
 func (k *sshExec) question() *Question {
-	red, in, where, dir, env := k.g.redactString, k.in, k.st.where, k.dir, k.env
+	quote, in, where, dir, env := k.g.quote, k.in, k.st.where, k.dir, k.env
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run this command on SSH target %q (%s)?\n\nCommand: %s\n", in.Target, where, shown(red, in.Command))
+	fmt.Fprintf(&b, "Run this command on SSH target %q (%s)?\n\nCommand: %s\n", in.Target, where, quote(in.Command))
 	if in.Sudo {
 		b.WriteString("As root, with sudo.\n")
 	}
 	if dir != "" {
-		fmt.Fprintf(&b, "Directory: %s\n", shown(red, dir))
+		fmt.Fprintf(&b, "Directory: %s\n", quote(dir))
 	}
 	parts := []string{"ssh_exec", in.Target, where, in.Command, in.Stdin, strconv.FormatBool(in.Sudo), dir}
 	for _, name := range slices.Sorted(maps.Keys(env)) {
-		fmt.Fprintf(&b, "Environment: %s=%s\n", shown(red, name), shown(red, env[name]))
+		fmt.Fprintf(&b, "Environment: %s=%s\n", quote(name), quote(env[name]))
 		parts = append(parts, name, env[name])
 	}
-	writeStdin(&b, red, in.Stdin)
+	writeStdin(&b, quote, in.Stdin)
 	return &Question{Asked: AskedCommand, Target: in.Target, Message: b.String(),
 		Remember: k.cfg.Approval.Remember, Timeout: k.cfg.Approval.Timeout, Key: questionKey(parts...)}
 }

@@ -334,11 +334,11 @@ func (k *sshExecMany) question() *Question {
 		}
 		t.a.approved = true
 	}
-	red, in, label := k.g.redactString, k.in, k.label
+	quote, in, label := k.g.quote, k.in, k.label
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run this command on %d SSH targets (%s)? %d of them ask before it runs.\n\nCommand: %s\n",
-		len(k.list), shown(red, label), len(asking), shown(red, in.Command))
-	writeStdin(&b, red, in.Stdin)
+		len(k.list), quote(label), len(asking), quote(in.Command))
+	writeStdin(&b, quote, in.Stdin)
 	b.WriteString("\nTargets that ask:\n")
 	keys := []string{"ssh_exec_many", strconv.Itoa(len(k.list))}
 	for _, q := range asking {
