@@ -278,7 +278,11 @@ func (s slots) release()   { <-s }
 // For action_status (byCall nil), the running action is returned as it is
 // now, as it is when ctx ends, whose cancellation never stops the action.
 func (g *Gateway) await(ctx context.Context, act *liveAction, deadline time.Time, progress Progress, byCall func() bool) *ToolResult {
-	stop := reportProgress(progress, &act.received, act.a.targets, act.started)
+	var total int64 // a fan-out's progress counts its targets
+	if f, ok := act.a.kind.(fanout); ok {
+		total = int64(f.targets())
+	}
+	stop := reportProgress(progress, &act.received, total, act.started)
 	defer stop()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -320,16 +324,19 @@ func (g *Gateway) runningResult(act *liveAction) *ToolResult {
 		return act.finishedResult()
 	default:
 	}
+	e := &ended{status: StatusRunning, duration: time.Since(act.started)}
 	streams := act.snapshots()
-	structured, named, what, _ := act.a.finish(&ended{status: StatusRunning, duration: time.Since(act.started)}, act.handle, streams)
-	what += fmt.Sprintf(" It goes on in the background until it ends or its timeout. "+
+	g.told(e, act, g.redactString, streams)
+	r := act.a.kind.finish(e)
+	r.isError = false
+	note := fmt.Sprintf(" It goes on in the background until it ends or its timeout. "+
 		`Wait for it: action_status {"handle":%q,"wait_s":30}; `, act.handle)
 	if len(streams) > 0 { // an upload has none
-		first := act.a.streams[0]
-		what += fmt.Sprintf(`follow its %s: read_output {"handle":%q,"stream":%q,"offset":%d,"wait_s":30}; `, first, act.handle, first, streams[0].Bytes)
+		first := act.a.kind.streams()[0]
+		note += fmt.Sprintf(`follow its %s: read_output {"handle":%q,"stream":%q,"offset":%d,"wait_s":30}; `, first, act.handle, first, streams[0].Bytes)
 	}
-	what += fmt.Sprintf(`stop it: cancel_action {"handle":%q}.`, act.handle)
-	return g.result(act.core, structured, false, nil, what, act.handle, named...)
+	note += fmt.Sprintf(`stop it: cancel_action {"handle":%q}.`, act.handle)
+	return g.result(act.core, act.a.kind, r, act.handle, note, nil)
 }
 
 // waitFor is the wait a call asked for (nil: the server's), bounded.
@@ -338,6 +345,40 @@ func waitFor(asked *float64, def time.Duration) time.Duration {
 		return def
 	}
 	return min(seconds(*asked), maxWait)
+}
+
+// ActionStatusTool is the action_status tool. Its result is in the shape
+// of the tool that started the action.
+var ActionStatusTool = &Tool[ActionStatusInput, any]{
+	Name: "action_status",
+	Description: "Get an action's result by its handle, in the shape of the tool that started it (status running, " +
+		"or how it ended), waiting up to wait_s for a running one to end. Cancelling this call ends the wait, " +
+		"not the action; cancel_action stops it.",
+	Hints: Hints{ReadOnly: true},
+	Call:  (*Gateway).ActionStatus,
+}
+
+// CancelActionTool is the cancel_action tool, whose result is the one of
+// action_status.
+var CancelActionTool = &Tool[CancelActionInput, any]{
+	Name: "cancel_action",
+	Description: "Stop a running action by its handle, as cancelling its call would (SSH: the remote command is " +
+		"stopped in stages and verified gone), and return its final result.",
+	Hints: Hints{Destructive: true, Idempotent: true},
+	Call: func(g *Gateway, ctx context.Context, in CancelActionInput, _ Progress) *ToolResult {
+		return g.CancelAction(ctx, in)
+	},
+}
+
+// ListActionsTool is the list_actions tool.
+var ListActionsTool = &Tool[ListActionsInput, *ListActionsOutput]{
+	Name: "list_actions",
+	Description: "List this server's running actions and its last finished ones, newest first: handle, tool, " +
+		"target, command or method and path, status, start and duration.",
+	Hints: Hints{ReadOnly: true},
+	Call: func(g *Gateway, ctx context.Context, in ListActionsInput, _ Progress) *ToolResult {
+		return g.ListActions(ctx, in)
+	},
 }
 
 // ActionStatusInput is the input of the action_status tool.

@@ -6,16 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 
-	"github.com/actiongw/actiongw/httpact"
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
@@ -146,17 +143,6 @@ const (
 	recordWithdrawn   = "withdrawn"
 )
 
-// unapprovedError is an action a person did not approve, or could not be
-// asked about: a policy denial (refused records it so), told as what it
-// is.
-type unapprovedError struct{ *policy.DeniedError }
-
-func (e *unapprovedError) Error() string {
-	return fmt.Sprintf("not approved: %s (%s of %q)", e.Reason, e.Rule, e.Target)
-}
-
-func (e *unapprovedError) Unwrap() error { return e.DeniedError }
-
 // withdrawnError is a question withdrawn because the call ended (err).
 type withdrawnError struct{ err error }
 
@@ -187,9 +173,7 @@ func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question,
 		record(recordRemembered)
 		return nil
 	}
-	denied := func(reason string) error {
-		return &unapprovedError{&policy.DeniedError{Target: q.Target, Rule: rule, Reason: reason}}
-	}
+	denied := func(reason string) error { return policy.Unapproved(q.Target, rule, reason) }
 	ap, _ := ctx.Value(approverKey{}).(Approver)
 	if ap == nil {
 		record(recordUnavailable)
@@ -234,12 +218,9 @@ type remember struct {
 	d   time.Duration
 }
 
-// The rules a person's denial is recorded under: the option that asked.
-const (
-	ruleApprove     = "approve"
-	ruleApproveHTTP = "approve_methods"
-	ruleHostKeyAsk  = "host_key_policy"
-)
+// ruleHostKeyAsk is the option a person's trust of a host key is
+// recorded under; policy names those of commands and requests.
+const ruleHostKeyAsk = "host_key_policy"
 
 // questionKey is a Question.Key: a digest of what makes an action that
 // action, each part length-prefixed so that no two lists of parts share
@@ -299,34 +280,17 @@ func drawsNothing(r rune) bool {
 	return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || r == '\u2800'
 }
 
-// writeStdin shows the size, hash and start of a command's stdin.
-func writeStdin(b *strings.Builder, red func(string) string, stdin string) {
+// writeStdin shows the size, hash and start of a command's stdin, quoted
+// with quote.
+func writeStdin(b *strings.Builder, quote func(string) string, stdin string) {
 	if stdin != "" {
-		fmt.Fprintf(b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(stdin), sha256Hex(stdin), shown(red, output.Clip(stdin, previewBytes)))
+		fmt.Fprintf(b, "Standard input: %d bytes, sha256 %s, starting %s\n", len(stdin), sha256Hex(stdin), quote(output.Clip(stdin, previewBytes)))
 	}
 }
 
-// commandQuestion is the question for one command on an SSH target
-// (where is user@host:port), as it will run: in dir, with env.
-func (g *Gateway) commandQuestion(cfg *config.Config, where string, in SSHExecInput, dir string, env map[string]string) *Question {
-	red := g.redactString
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run this command on SSH target %q (%s)?\n\nCommand: %s\n", in.Target, where, shown(red, in.Command))
-	if in.Sudo {
-		b.WriteString("As root, with sudo.\n")
-	}
-	if dir != "" {
-		fmt.Fprintf(&b, "Directory: %s\n", shown(red, dir))
-	}
-	parts := []string{"ssh_exec", in.Target, where, in.Command, in.Stdin, strconv.FormatBool(in.Sudo), dir}
-	for _, name := range slices.Sorted(maps.Keys(env)) {
-		fmt.Fprintf(&b, "Environment: %s=%s\n", shown(red, name), shown(red, env[name]))
-		parts = append(parts, name, env[name])
-	}
-	writeStdin(&b, red, in.Stdin)
-	return &Question{Asked: AskedCommand, Target: in.Target, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(parts...)}
-}
+// quote is s as a question shows it (shown), every secret the gateway
+// knows redacted: the kinds' questions quote what they ask about with it.
+func (g *Gateway) quote(s string) string { return shown(g.redactString, s) }
 
 // hostKeyQuestion is the question for an unknown host key.
 func hostKeyQuestion(cfg *config.Config, e *sshexec.HostKeyError) *Question {
@@ -351,47 +315,4 @@ func sha256Hex(s string) string {
 func asksHostKey(cfg *config.Config, target string) bool {
 	t := cfg.SSH[target]
 	return t != nil && t.HostKeyPolicy == "ask"
-}
-
-// fanQuestion is the one question of a fan-out on targets whose asking
-// ones have the questions asking.
-func (g *Gateway) fanQuestion(cfg *config.Config, label string, in SSHExecManyInput, targets int, asking []*Question, ssh map[string]*sshTarget) *Question {
-	red := g.redactString
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run this command on %d SSH targets (%s)? %d of them ask before it runs.\n\nCommand: %s\n",
-		targets, shown(red, label), len(asking), shown(red, in.Command))
-	writeStdin(&b, red, in.Stdin)
-	b.WriteString("\nTargets that ask:\n")
-	keys := []string{"ssh_exec_many", strconv.Itoa(targets)}
-	for _, q := range asking {
-		fmt.Fprintf(&b, "- %s (%s)\n", q.Target, ssh[q.Target].where)
-		keys = append(keys, q.Key)
-	}
-	return &Question{Asked: AskedCommand, Target: label, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(keys...)}
-}
-
-// requestQuestion is the question for one HTTP request to base, whose
-// path (normalized, as it will be sent) is path.
-func (g *Gateway) requestQuestion(cfg *config.Config, endpoint, base, path string, req httpact.Request) *Question {
-	red := g.redactString
-	var b strings.Builder
-	if len(req.Query) > 0 {
-		path += "?" + req.Query.Encode()
-	}
-	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, base, req.Method, shown(red, path))
-	parts := []string{"http_request", endpoint, base, req.Method, path, strconv.FormatBool(req.JSON), string(req.Body)}
-	for _, k := range slices.Sorted(maps.Keys(req.Headers)) {
-		fmt.Fprintf(&b, "%s: %s\n", shown(red, k), shown(red, req.Headers[k]))
-		parts = append(parts, k, req.Headers[k])
-	}
-	if body := string(req.Body); body != "" {
-		kind := "Body"
-		if req.JSON {
-			kind = "JSON body"
-		}
-		fmt.Fprintf(&b, "\n%s: %d bytes, sha256 %s:\n%s\n", kind, len(body), sha256Hex(body), shown(red, output.Clip(body, previewBytes)))
-	}
-	return &Question{Asked: AskedRequest, Target: endpoint, Message: b.String(),
-		Remember: cfg.Approval.Remember, Timeout: cfg.Approval.Timeout, Key: questionKey(parts...)}
 }

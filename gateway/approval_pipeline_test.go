@@ -152,16 +152,16 @@ func TestApprovalEnvShownAndKeyed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &sshTarget{commands: commands, approve: config.ApproveAlways, allowEnv: []string{"LC_ALL", "PAGER"},
-		maxCommand: 1 << 10, maxStdin: 1 << 10, where: "u@web:22", target: &sshexec.Target{}}
+	st := &sshTarget{rules: &policy.SSH{Target: "web", Commands: commands, Approve: config.ApproveAlways, AllowEnv: []string{"LC_ALL", "PAGER"},
+		MaxCommand: 1 << 10, MaxStdin: 1 << 10, SettableEnv: sshexec.SettableEnv}, where: "u@web:22", target: &sshexec.Target{}}
 	cfg := &config.Config{Approval: config.Approval{Timeout: time.Minute, Remember: time.Hour}}
 	question := func(env map[string]string) *Question {
 		a := (&Gateway{}).sshExecAction(cfg, st, SSHExecInput{Target: "web", Command: "git log", Env: env})
-		if err := a.check(&a.intent); err != nil {
-			t.Fatalf("check %q: %v", env, err)
+		d, err := a.kind.check(&a.intent)
+		if err != nil || d.Verdict != policy.Asked {
+			t.Fatalf("check %q: %v, %v; want asked", env, d.Verdict, err)
 		}
-		q, _ := a.approval()
-		return q
+		return a.kind.(asker).question()
 	}
 	two := question(map[string]string{"LC_ALL": "C", "PAGER": "cat"})
 	one := question(map[string]string{"LC_ALL": "C\nPAGER=cat"})

@@ -1,11 +1,8 @@
 package gateway
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/actiongw/actiongw/policy"
 )
 
 // The transfers themselves are tested against a real sshd through a real
@@ -52,46 +49,12 @@ func TestUploadContent(t *testing.T) {
 		{"no from_stream", SSHUploadInput{FromHandle: "out-x"}, "from_stream", true},
 		{"encoding with from_handle", SSHUploadInput{FromHandle: "out-x", FromStream: "body", Encoding: "base64"}, "encoding", true},
 	} {
-		b, n, err := (&Gateway{}).uploadContent(&state{}, tt.in)
+		b, n, err := uploadContent(&state{}, tt.in)
 		switch {
 		case tt.err && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: %v; want an error saying %q", tt.name, err, tt.want)
 		case !tt.err && (err != nil || string(b) != tt.want || n != int64(len(tt.want))):
 			t.Errorf("%s: %q (%d), %v; want %q", tt.name, b, n, err, tt.want)
-		}
-	}
-}
-
-func TestCheckTransfer(t *testing.T) {
-	st := &sshTarget{paths: &policy.Paths{Target: "web", Allow: []string{"/srv/app/**"}, Deny: []string{"/srv/app/key"}}}
-	off := &sshTarget{paths: &policy.Paths{Target: "web"}}
-	for _, tt := range []struct {
-		name string
-		st   *sshTarget
-		path string
-		rule string // of the denial; "" allowed; "-" refused otherwise
-	}{
-		{"allowed", st, "/srv/app/a.conf", ""},
-		{"relative: checked once resolved", st, "app/a.conf", ""},
-		{"outside", st, "/etc/passwd", `allow_paths ["/srv/app/**"]`},
-		{"dot-dot cleaned before the check", st, "/srv/app/../../etc/passwd", `allow_paths ["/srv/app/**"]`},
-		{"denied", st, "/srv/app/key", `deny_paths[0] "/srv/app/key"`},
-		{"transfers off", off, "/srv/app/a.conf", "allow_paths"},
-		{"transfers off, relative", off, "a.conf", "allow_paths"},
-		{"empty", st, "", "-"},
-		{"NUL", st, "/srv/app/a\x00", "-"},
-		{"too long", st, "/srv/app/" + strings.Repeat("a", maxPathBytes), "-"},
-	} {
-		err := tt.st.checkTransfer("web", tt.path)
-		var de *policy.DeniedError
-		var ue *unusableError
-		switch {
-		case tt.rule == "" && err != nil:
-			t.Errorf("%s: %v; want allowed", tt.name, err)
-		case tt.rule == "-" && !errors.As(err, &ue):
-			t.Errorf("%s: %v; want refused as unusable", tt.name, err)
-		case tt.rule != "" && tt.rule != "-" && (!errors.As(err, &de) || de.Rule != tt.rule):
-			t.Errorf("%s: %v; want denied by %s", tt.name, err, tt.rule)
 		}
 	}
 }

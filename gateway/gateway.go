@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,14 +216,4 @@ func unknownTarget(kind, name string, known []string, isOther bool, otherTool, o
 		return fmt.Sprintf("unknown %s %q: none is configured (list_targets shows what is)", kind, name)
 	}
 	return fmt.Sprintf("unknown %s %q; the configured ones are: %s (see list_targets)", kind, name, strings.Join(known, ", "))
-}
-
-// names lists the keys of a target map, sorted, for error messages.
-func names[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for n := range m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -15,82 +15,84 @@ import (
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/output"
+	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/sshexec"
 )
 
-// action is one call of an action tool as the pipeline runs it. The
-// pipeline is what every kind of action shares; the fields are what differs.
+// action is one call of an action tool as the pipeline runs it: its kind,
+// which does what differs between tools, and what the pipeline keeps of
+// the call.
 type action struct {
+	kind kind
 	// intent is the audit intent: tool, target and what is asked (a
 	// command, or a method and a path).
 	intent audit.Record
-	// check decides whether the action may run: a *policy.DeniedError
-	// denies it, an *unusableError refuses it for a reason of the target
-	// or the request (a secret that did not load, stdin over the limit).
-	// It may correct the intent to what would actually be sent.
-	check func(intent *audit.Record) error
-	// approval, when set, is called once check passed: the question a
-	// person must approve before the action runs (nil: none) and the
-	// option that asks it. approved is set once that is settled, so that
-	// a second pass (after a host key was trusted) does not ask again.
-	approval func() (q *Question, rule string)
+	// decision is policy's, as the last check returned it: the pipeline
+	// asks a person, and bounds the action's time, as it says.
+	decision policy.Decision
+	// approved is set once a question is settled, so that a second pass
+	// (after a host key was trusted) does not ask again.
 	approved bool
 	// remember are the actions a person approved for a while, kept once
 	// the intent is written.
 	remember []remember
-	// asked, timeout and maxTimeout are the call's timeout_s and the
-	// target's timeout and max_timeout.
-	asked, timeout, maxTimeout time.Duration
-	// reserve, when set, takes what the action needs of its target before
-	// it can start (an SSH session), waiting at most wait for one to free
-	// up; ctx carries the action's deadline, which connecting counts
-	// against. An error means the action did not start. release gives back
-	// what execute did not use.
-	reserve func(ctx context.Context, wait time.Duration) (release func(), err error)
+}
+
+// kind is what the pipeline asks of one kind of action (ssh_exec,
+// http_request, ...), each a type in its tool's file. The pipeline does
+// the rest: the slots, the audit, the captures, redaction and the result.
+// A kind may also be an asker, a reserver or a fanout.
+type kind interface {
+	// check decides whether the action may run: it returns policy's
+	// decision, and a refusal in the order the kind checks (a
+	// *policy.DeniedError, a *policy.LimitError, or an *unusableError for
+	// a reason of the target or the request, such as a secret that did
+	// not load). It may correct the intent to what would actually be
+	// sent.
+	check(intent *audit.Record) (policy.Decision, error)
 	// streams names the streams execute writes, in order.
-	streams []string
+	streams() []string
 	// execute runs the action until ctx ends (its deadline is the
 	// action's timeout, its cause a *timeoutError then), writing each
 	// stream into the writer at its index, and says how it ended. Bytes it
 	// moves that go to no stream (an upload's) it adds to moved, for
 	// progress.
-	execute func(ctx context.Context, w []io.Writer, moved *atomic.Int64) *ended
-	// targets is the number of targets of a fan-out, whose execute runs an
-	// action on each (see SSHExecMany); 0 for an action that does its work
-	// itself. A fan-out takes no slot of the server (its actions do), and
-	// its progress counts targets done.
-	targets int64
-	// finish builds the tool's structured result from how the action
-	// ended and its streams, with the streams it holds for shrinking, a
-	// sentence on what ran, and whether the call failed.
-	finish func(e *ended, handle string, streams []output.Stream) (structured any, named []output.NamedStream, what string, isError bool)
+	execute(ctx context.Context, w []io.Writer, moved *atomic.Int64) *ended
+	// finish is the tool's result for how the action ended, from e and
+	// what the pipeline added to it (see ended); it redacts nothing.
+	finish(e *ended) *result
 }
 
-// notSent returns the secrets of matched, and of what the follows
-// matched, that the action's target was never sent: its own credentials
-// (an SSH target's, not its jump host's; an HTTP endpoint's, and the
-// access tokens fetched for it) are not news in its output, any other
-// secret is. Sorted, each once.
-func notSent(cfg *config.Config, intent *audit.Record, matched []string, follows []*followRedactor) []string {
-	for _, f := range follows {
-		matched = append(matched, f.matched()...)
-	}
-	var sent []string
-	if intent.Tool == "http_request" {
-		if e := cfg.HTTP[intent.Target]; e != nil {
-			sent = append(e.SecretNames(), intent.Target+accessTokenSuffix)
-		}
-	} else if t := cfg.SSH[intent.Target]; t != nil {
-		sent = t.SecretNames()
-	}
-	matched = slices.DeleteFunc(matched, func(name string) bool { return slices.Contains(sent, name) })
-	slices.Sort(matched)
-	return slices.Compact(matched)
+// asker is a kind whose decision may be to ask a person (policy.Asked):
+// question is what the person is asked, once check passed.
+type asker interface {
+	question() *Question
 }
 
-// ended is how an action ended: what the audit outcome records, less the
-// streams.
+// reserver is a kind that takes what it needs of its target before it can
+// start (an SSH session), waiting at most wait for one to free up; ctx
+// carries the action's deadline, which connecting counts against. An
+// error means the action did not start. release gives back what execute
+// did not use.
+type reserver interface {
+	reserve(ctx context.Context, wait time.Duration) (release func(), err error)
+}
+
+// fanout is a kind whose execute runs an action on each of its targets
+// (ssh_exec_many). It takes no slot of the server (its actions do), its
+// progress counts targets done, and its result is in parts (groups of
+// targets), which the pipeline leaves out, the last first, where even
+// bare ones would not fit result_bytes (fitParts).
+type fanout interface {
+	targets() int
+	// keep is r, a result of finish, with only its first k parts, and
+	// with no previews when bare.
+	keep(r *result, k int, bare bool) *result
+}
+
+// ended is how an action ended, as execute says (what the audit outcome
+// records, less the streams), and what the pipeline adds for finish.
 type ended struct {
 	status        Status
 	reason        string
@@ -106,6 +108,30 @@ type ended struct {
 	// resolved outside allow_paths), and transfer a file transfer's.
 	rule     string
 	transfer *sshexec.TransferResult
+	// remoteReason says that the reason may quote what a server sent (a
+	// malformed header line): it is clipped to maxReasonBytes, once
+	// redacted.
+	remoteReason bool
+
+	// For finish, from the pipeline: the action's handle and its streams
+	// (in the order of kind.streams), and the texts a result may quote,
+	// redacted: the intent's command and path, and the path a transfer
+	// resolved.
+	handle                  string
+	streams                 []output.Stream
+	command, path, resolved string
+}
+
+// result is a kind's result for one call, which the pipeline completes
+// (see Gateway.result): its structured result, the previews in it that
+// may shrink, a sentence or two on what ran and how it ended, whether the
+// call failed, and, for a fanout, how many parts it has.
+type result struct {
+	structured any
+	streams    []output.NamedStream
+	what       string
+	isError    bool
+	parts      int
 }
 
 // Progress receives how far an action is, every progressInterval.
@@ -122,19 +148,23 @@ type ProgressReport struct {
 // progressInterval is how often Progress is called while bytes arrive.
 const progressInterval = 250 * time.Millisecond
 
-// timeoutError is the cause that ends an action at its timeout. It is a
-// context.DeadlineExceeded for sshexec and httpact, which say "timeout"
-// for it and stop the action.
+// timeoutError is the cause that ends an action at its timeout: the one
+// timeout error there is. sshexec and httpact know no type of their own
+// (they import nothing of this project, and the standard library has the
+// word): a context of theirs that ends at a deadline, or with a cause
+// that wraps context.DeadlineExceeded as this does, is a timeout to them;
+// they stop the action and give this text as the reason.
 type timeoutError struct{ d time.Duration }
 
 func (e *timeoutError) Error() string { return fmt.Sprintf("timed out after %v", e.d) }
 func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
 
 // run takes one action through the pipeline: policy and the target's
-// readiness, the queue for slots (of the target, of its SSH sessions, of
-// the server), the audit intent, execution into redacting captures, the
-// status, the audit outcome and the result. An action that does not start
-// is audited as such and returned as a failure that says why.
+// readiness, a person's approval, the queue for slots (of the target, of
+// its SSH sessions, of the server), the audit intent, execution into
+// redacting captures, the status, the audit outcome and the result. An
+// action that does not start is audited as such and returned as a failure
+// that says why.
 //
 // The action runs on a goroutine of the gateway; the call waits for it up
 // to wait (nil: the server's wait) from its start. While the call waits,
@@ -220,281 +250,305 @@ func (g *Gateway) startOnce(ctx context.Context, s *state, a *action, background
 	if c.auditBroken != nil {
 		return nil, nil, g.failure("no action can run while the audit log cannot be written: %v", c.auditBroken), nil
 	}
-	intent := &a.intent
-	if err := a.check(intent); err != nil {
-		r := g.failure("%v", err)
-		r.status = g.refused(c, intent, err)
-		return nil, nil, r, nil
+	if fail := g.checked(ctx, s, a); fail != nil {
+		return nil, nil, fail, nil
 	}
-	if a.approval != nil && !a.approved {
-		if q, rule := a.approval(); q != nil {
-			if fail := g.decide(ctx, s, a, q, rule); fail != nil {
-				return nil, nil, fail, nil
-			}
-		}
-		a.approved = true
-	}
-	timeout, capped := policy.Timeout(a.asked, a.timeout, a.maxTimeout)
 	if background && !c.background.free() {
-		return nil, nil, g.notStarted(ctx, c, intent, &BusyError{Target: intent.Target, Limit: cap(c.background), Scope: "background"}), nil
+		return nil, nil, g.notStarted(ctx, c, &a.intent, &BusyError{Target: a.intent.Target, Limit: cap(c.background), Scope: "background"}), nil
 	}
+	l := g.launching(ctx)
+	dctx, fail, unknown := g.queue(ctx, s, a, l)
+	if fail == nil && unknown == nil {
+		fail = g.stale(s, a)
+	}
+	if fail != nil || unknown != nil {
+		l.undo()
+		return nil, nil, fail, unknown
+	}
+	if act, fail = g.begin(s, a, l, dctx); fail != nil {
+		return nil, nil, fail, nil
+	}
+	return act, l.byCall, nil, nil
+}
 
-	// The action's context outlives the call's: the call's cancellation
-	// reaches it only while the call waits (await disarms it). Close
-	// cancels it and waits for it.
-	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	// Not the named result: a return before the action starts sets that
-	// to nil before the deferred undo runs.
-	stopByCall := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	byShutdown := context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
-	g.wg.Add(1)
-	var releases []func()
-	// release gives back what the action held; undo ends a call whose
-	// action did not start.
-	release := func() {
-		for _, r := range slices.Backward(releases) {
-			r()
+// checked is the action's check, policy's decision kept, and, when that
+// is to ask, the person's answer: a refusal is audited and returned as
+// fail.
+func (g *Gateway) checked(ctx context.Context, s *state, a *action) (fail *ToolResult) {
+	d, err := a.kind.check(&a.intent)
+	if err == nil && d.Verdict == policy.Denied {
+		err = d.Err
+	}
+	a.decision = d
+	if err != nil {
+		r := g.failure("%v", err)
+		r.status = g.refused(s.core, &a.intent, err)
+		return r
+	}
+	if ask, ok := a.kind.(asker); ok && d.Verdict == policy.Asked && !a.approved {
+		if fail := g.decide(ctx, s, a, ask.question(), d.Rule); fail != nil {
+			return fail
 		}
-		stopByCall()
-		byShutdown()
-		cancel(nil)
 	}
-	undo := func() {
-		release()
-		g.wg.Done()
-	}
+	a.approved = true
+	return nil
+}
 
-	// The queue: nothing has started, and no slot of the server is held
-	// while the call waits for its target.
-	qctx, qcancel := context.WithTimeoutCause(actx, c.server.QueueWait, errQueueWait)
+// launch is an action from its queue to its end: its context, which
+// outlives the call's (the call's cancellation reaches it only while the
+// call waits: await disarms byCall; Close cancels it and waits for it),
+// and what it holds.
+type launch struct {
+	g      *Gateway
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// byCall and byShutdown end the links from the call's and the
+	// gateway's cancellation.
+	byCall, byShutdown func() bool
+	releases           []func()
+}
+
+// launching begins the launch of a call's action (it counts in g.wg until
+// undone or ended).
+func (g *Gateway) launching(ctx context.Context) *launch {
+	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	l := &launch{g: g, ctx: actx, cancel: cancel}
+	l.byCall = context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	l.byShutdown = context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
+	g.wg.Add(1)
+	return l
+}
+
+// release gives back what the action held, the last taken first.
+func (l *launch) release() {
+	for _, r := range slices.Backward(l.releases) {
+		r()
+	}
+	l.byCall()
+	l.byShutdown()
+	l.cancel(nil)
+}
+
+// undo ends a launch whose action did not start.
+func (l *launch) undo() {
+	l.release()
+	l.g.wg.Done()
+}
+
+// queue takes, within queue_wait and with nothing started yet, a slot of
+// the action's target, what it reserves (an SSH session, connecting
+// against the action's timeout), then a slot of the server, so that a
+// call waiting for a busy target holds none of the server's. It returns
+// the context execute runs under, its deadline the action's timeout; or
+// the failure (audited) of an action that did not start; or unknown (see
+// startOnce).
+func (g *Gateway) queue(ctx context.Context, s *state, a *action, l *launch) (dctx context.Context, fail *ToolResult, unknown *sshexec.HostKeyError) {
+	c, intent := s.core, &a.intent
+	_, fan := a.kind.(fanout) // a fan-out's targets take their own slots
+	qctx, qcancel := context.WithTimeoutCause(l.ctx, c.server.QueueWait, errQueueWait)
 	defer qcancel()
-	if a.targets == 0 { // a fan-out's targets take their own
+	if !fan {
 		releaseTarget, err := c.limit.take(qctx, s.slots[intent.Target], "target", intent.Target)
 		if err != nil {
-			defer undo()
-			return nil, nil, g.notStarted(actx, c, intent, err), nil
+			return nil, g.notStarted(l.ctx, c, intent, err), nil
 		}
-		releases = append(releases, releaseTarget)
+		l.releases = append(l.releases, releaseTarget)
 	}
-	dctx, dcancel := context.WithTimeoutCause(actx, timeout, &timeoutError{timeout})
-	releases = append(releases, dcancel)
-	if a.reserve != nil {
-		release, err := a.reserve(dctx, time.Until(deadline(qctx)))
+	timeout := a.decision.Timeout
+	dctx, dcancel := context.WithTimeoutCause(l.ctx, timeout, &timeoutError{timeout})
+	l.releases = append(l.releases, dcancel)
+	if r, ok := a.kind.(reserver); ok {
+		release, err := r.reserve(dctx, time.Until(deadline(qctx)))
 		if err != nil {
-			defer undo()
 			var hk *sshexec.HostKeyError
 			if errors.As(err, &hk) && hk.Unknown() && asksHostKey(s.cfg, hk.Target) && ctx.Err() == nil {
-				return nil, nil, nil, hk
+				return nil, nil, hk
 			}
-			return nil, nil, g.notStarted(dctx, c, intent, err), nil
+			return nil, g.notStarted(dctx, c, intent, err), nil
 		}
-		releases = append(releases, release)
+		l.releases = append(l.releases, release)
 	}
-	if a.targets == 0 {
+	if !fan {
 		releaseServer, err := c.limit.take(qctx, c.limit.server, "server", intent.Target)
 		if err != nil {
-			defer undo()
-			return nil, nil, g.notStarted(actx, c, intent, err), nil
+			return nil, g.notStarted(l.ctx, c, intent, err), nil
 		}
-		releases = append(releases, releaseServer)
+		l.releases = append(l.releases, releaseServer)
 	}
-
 	// A call cancelled while it queued does not start, even when a slot
 	// came free at the same moment (take prefers a free slot to a wait
 	// that ended).
 	if ctx.Err() != nil {
-		defer undo()
-		return nil, nil, g.notStarted(ctx, c, intent, context.Cause(ctx)), nil
+		return nil, g.notStarted(ctx, c, intent, context.Cause(ctx)), nil
 	}
-	// A call that waited for a slot and meets a reloaded configuration
-	// that differs (not the same file saved again) is refused: it was decided under rules no longer in effect, which may
-	// deny it now, or send it elsewhere. The agent calls again, under the
-	// new ones. One a person was asked about runs as the person saw it
-	// and answered; not one a remembered answer let through (the reload
-	// ends those: their keys name the state) or whose person was shown
-	// only a host key.
-	if cur := g.state().cfg; cur != s.cfg && !reflect.DeepEqual(cur, s.cfg) && !slices.ContainsFunc(intent.Approvals, shownAction) {
-		defer undo()
-		err := &policy.DeniedError{Target: intent.Target, Rule: "reload",
-			Reason: "the configuration was reloaded while this call waited; call again to run under the rules now in effect"}
-		r := g.failure("%v", err)
-		r.status = g.refused(c, intent, err)
-		return nil, nil, r, nil
+	return dctx, nil, nil
+}
+
+// stale refuses, audited, a call that waited for a slot and meets a
+// reloaded configuration that differs (not the same file saved again): it
+// was decided under rules no longer in effect, which may deny it now, or
+// send it elsewhere. The agent calls again, under the new ones. One a
+// person was asked about runs as the person saw it and answered; not one
+// a remembered answer let through (the reload ends those: their keys name
+// the state) or whose person was shown only a host key.
+func (g *Gateway) stale(s *state, a *action) (fail *ToolResult) {
+	if cur := g.state().cfg; cur == s.cfg || reflect.DeepEqual(cur, s.cfg) || slices.ContainsFunc(a.intent.Approvals, shownAction) {
+		return nil
 	}
+	err := policy.Reloaded(a.intent.Target)
+	r := g.failure("%v", err)
+	r.status = g.refused(s.core, &a.intent, err)
+	return r
+}
+
+// begin writes the action's intent, which gives it its handle, and starts
+// it on a goroutine of the gateway (carryOut) under dctx, with a capture
+// for each of its streams; if the intent cannot be written, nothing runs.
+func (g *Gateway) begin(s *state, a *action, l *launch, dctx context.Context) (*liveAction, *ToolResult) {
+	c, intent := s.core, &a.intent
 	out := c.spool.Begin(intent.Tool, intent.Target)
 	intent.Kind, intent.Handle, intent.Decision = "intent", out.Handle(), "allow"
 	if err := g.appendAudit(c, intent); err != nil {
 		out.Finish()
-		undo()
+		l.undo()
 		g.log.Error("audit log: the intent record could not be written; the action did not run", "error", err)
-		return nil, nil, g.failure("the action did not run: its intent could not be written to the audit log: %v", err), nil
+		return nil, g.failure("the action did not run: its intent could not be written to the audit log: %v", err)
 	}
 	for _, r := range a.remember {
 		g.approved.add(r.key, time.Now().Add(r.d))
 	}
-
-	live := g.actions.begin(out.Handle(), intent, a, c, cancel)
-	act = live
+	live := g.actions.begin(out.Handle(), intent, a, c, l.cancel)
 	red := g.red.Load()
 	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
-	for _, name := range a.streams {
-		act.addStream(out.Capture(name, red, lim))
+	for _, name := range a.kind.streams() {
+		live.addStream(out.Capture(name, red, lim))
 	}
-	go func() {
-		defer g.wg.Done()
-		g.active.Add(1)
-		// Each stream also passes the redactors put in effect while the
-		// action runs: secrets learned or loaded since red was taken.
-		ws := live.writers()
-		follows := make([]*followRedactor, len(ws))
-		for i, w := range ws {
-			follows[i] = g.follow(w, red)
-			ws[i] = follows[i]
-		}
-		e := a.execute(dctx, ws, &live.received)
-		for _, f := range follows {
-			f.end(e.status.cutShort())
-		}
-		// Ended under the streams' locks: a snapshot may be reading them.
-		live.endStreams(e.status.cutShort())
-		out.Finish()
-		if e.duration == 0 {
-			e.duration = time.Since(live.started)
-		}
-		if e.status == StatusCancelled {
-			// Who cancelled it, and why its stop was not verified if it
-			// was not.
-			unverified := ""
-			if i := strings.Index(e.reason, "not verified stopped: "); i >= 0 {
-				unverified = e.reason[i:]
-			}
-			e.reason = joinReason(g.cancelReason(dctx), unverified)
-		}
-		e.reason = red.RedactString(e.reason)
-		streams := live.summaries()
-		outcome := &audit.Record{
-			Kind: "outcome", Handle: out.Handle(), Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target,
-			Status: string(e.status), ExitCode: e.exitCode, Signal: e.signal, HTTPStatus: e.httpStatus,
-			DurationMS: e.duration.Milliseconds(), Reason: e.reason, RemoteStopped: e.remoteStopped,
-			Streams: map[string]audit.Stream{}, Rule: e.rule,
-		}
-		if t := e.transfer; t != nil {
-			outcome.Path, outcome.Size, outcome.SHA256 = t.Path, t.Bytes, t.SHA256
-		}
-		for i, st := range streams {
-			outcome.Streams[a.streams[i]] = audit.Stream{Bytes: st.Bytes, SHA256: st.SHA256}
-		}
-		if outcome.SecretsSeen = notSent(s.cfg, intent, live.matched(), follows); len(outcome.SecretsSeen) > 0 {
-			g.log.Warn("secrets the target was never sent came back whole in its output: guessed, or found on the target",
-				"handle", out.Handle(), "tool", intent.Tool, "target", intent.Target, "secrets", outcome.SecretsSeen)
-		}
-		auditErr := g.appendAudit(c, outcome)
-		if auditErr != nil {
-			g.log.Error("audit log: the outcome record could not be written", "handle", out.Handle(), "error", auditErr)
-		}
-		structured, named, what, isError := a.finish(e, out.Handle(), streams)
-		if capped {
-			what += fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", a.asked.Seconds(), intent.Target, a.maxTimeout)
-		}
-		r := g.result(c, structured, isError, auditErr, what, out.Handle(), named...)
-		// Its slots are free before anyone learns it ended.
-		release()
-		g.active.Add(-1)
-		live.end(e.status, r, &g.actions)
-	}()
-	return act, stopByCall, nil, nil
+	go g.carryOut(dctx, s, a, l, live, out, red)
+	return live, nil
 }
 
-// refused audits an action that check refused, a denial by policy or a
-// refusal for a reason of its target or request, and returns its status.
-func (g *Gateway) refused(c *core, intent *audit.Record, err error) Status {
-	var de *policy.DeniedError
-	var ue *unusableError
-	switch {
-	case errors.As(err, &de):
-		g.refuse(c, intent, StatusDenied, de.Rule, de.Reason)
-		return StatusDenied
-	case errors.As(err, &ue):
-		g.refuse(c, intent, StatusFailed, ue.rule, ue.reason)
-	default:
-		g.refuse(c, intent, StatusFailed, "", err.Error())
+// carryOut runs the action that began, on its goroutine: it executes it
+// into its streams, each also passing the redactors put in effect while
+// it runs (secrets learned or loaded since red was taken), ends the
+// streams, audits the outcome and sets the result; the action's slots are
+// free before anyone learns it ended.
+func (g *Gateway) carryOut(ctx context.Context, s *state, a *action, l *launch, live *liveAction, out *output.Action, red *redact.Redactor) {
+	defer g.wg.Done()
+	g.active.Add(1)
+	ws := live.writers()
+	follows := make([]*followRedactor, len(ws))
+	for i, w := range ws {
+		follows[i] = g.follow(w, red)
+		ws[i] = follows[i]
 	}
-	return StatusFailed
+	e := a.kind.execute(ctx, ws, &live.received)
+	for _, f := range follows {
+		f.end(e.status.cutShort())
+	}
+	// Ended under the streams' locks: a snapshot may be reading them.
+	live.endStreams(e.status.cutShort())
+	out.Finish()
+	if e.duration == 0 {
+		e.duration = time.Since(live.started)
+	}
+	if e.status == StatusCancelled {
+		// Who cancelled it, and why its stop was not verified if it was
+		// not.
+		unverified := ""
+		if i := strings.Index(e.reason, "not verified stopped: "); i >= 0 {
+			unverified = e.reason[i:]
+		}
+		e.reason = joinReason(g.cancelReason(ctx), unverified)
+	}
+	redacted := func(s string) string { return red.RedactString(g.redactString(s)) }
+	g.told(e, live, redacted, live.summaries())
+	auditErr := g.outcome(s, a, e, follows, live.matched())
+	r := g.finished(s.core, a, e, auditErr)
+	l.release()
+	g.active.Add(-1)
+	live.end(e.status, r, &g.actions)
 }
 
-// notStarted audits and answers a call that queued and did not start:
-// busy when no slot or session freed up in time, timeout when connecting
-// took its whole timeout, cancelled when ctx ended, failed when it could
-// not connect.
-func (g *Gateway) notStarted(ctx context.Context, c *core, intent *audit.Record, err error) *ToolResult {
-	var busy *BusyError
-	var queued *sshexec.QueueError
-	var te *timeoutError
-	status, text := StatusFailed, err.Error()
-	switch {
-	case errors.As(err, &busy):
-		status = StatusBusy
-	case errors.As(err, &queued):
-		status, text = StatusBusy, "busy: "+err.Error()+"; try again shortly"
-	case errors.As(err, &te):
-		status, text = StatusTimeout, "timed out while connecting: "+err.Error()
-	case ctx.Err() != nil:
-		status, text = StatusCancelled, "cancelled before it started: "+g.cancelReason(ctx)
+// told readies e for finish: its texts redacted (reason, headers, the
+// path a transfer resolved), a reason that quotes a server clipped once
+// redacted, and the handle, the streams and the intent's texts the result
+// may quote.
+func (g *Gateway) told(e *ended, act *liveAction, redacted func(string) string, streams []output.Stream) {
+	e.reason = redacted(e.reason)
+	if e.remoteReason {
+		e.reason = output.Clip(e.reason, maxReasonBytes)
 	}
-	intent.Handle = output.NewHandle() // names the call in both records; no output is kept
-	g.record(c, intent, "allow", status, "", "did not start: "+text)
-	r := g.failure("the action did not start: %s", text)
-	r.status = status
-	return r
+	if e.headers != nil {
+		// Names too: a server may echo anything into a header name.
+		headers := make(map[string]string, len(e.headers))
+		for k, v := range e.headers {
+			headers[redacted(k)] = redacted(v)
+		}
+		e.headers = headers
+	}
+	if e.transfer != nil {
+		e.resolved = redacted(e.transfer.Path) // the host's text
+	}
+	e.handle, e.streams = act.handle, streams
+	e.command, e.path = redacted(act.intent.Command), redacted(act.intent.Path)
 }
 
-// unusableError refuses an action for a reason of its target or its
-// request, with the config key (rule) behind it.
-type unusableError struct {
-	rule   string // e.g. "credentials", "max_stdin_bytes"
-	reason string // for the audit outcome
-	err    error  // for the agent
-}
-
-func (e *unusableError) Error() string { return e.err.Error() }
-
-// refuse audits a call that was refused: an intent with the decision and
-// the rule, and an outcome that says why it did not run.
-func (g *Gateway) refuse(c *core, intent *audit.Record, status Status, rule, reason string) {
-	if intent.Handle == "" {
-		intent.Handle = output.NewHandle() // names the call in both records; no output is kept
+// outcome writes the audit outcome of the action that ended as e, and
+// returns the error that kept it from the log.
+func (g *Gateway) outcome(s *state, a *action, e *ended, follows []*followRedactor, matched []string) error {
+	intent := &a.intent
+	outcome := &audit.Record{
+		Kind: "outcome", Handle: intent.Handle, Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target,
+		Status: string(e.status), ExitCode: e.exitCode, Signal: e.signal, HTTPStatus: e.httpStatus,
+		DurationMS: e.duration.Milliseconds(), Reason: e.reason, RemoteStopped: e.remoteStopped,
+		Streams: map[string]audit.Stream{}, Rule: e.rule,
 	}
-	g.record(c, intent, "deny", status, rule, reason)
-}
-
-// record audits a call that did not run: its intent with the decision,
-// and an outcome that says why.
-func (g *Gateway) record(c *core, intent *audit.Record, decision string, status Status, rule, reason string) {
-	intent.Kind, intent.Decision, intent.Rule = "intent", decision, rule
-	err := g.appendAudit(c, intent)
-	if err == nil {
-		err = g.appendAudit(c, &audit.Record{Kind: "outcome", Handle: intent.Handle, Parent: intent.Parent, Tool: intent.Tool, Target: intent.Target,
-			Status: string(status), Rule: rule, Reason: reason})
+	if t := e.transfer; t != nil {
+		outcome.Path, outcome.Size, outcome.SHA256 = t.Path, t.Bytes, t.SHA256
 	}
+	for i, name := range a.kind.streams() {
+		outcome.Streams[name] = audit.Stream{Bytes: e.streams[i].Bytes, SHA256: e.streams[i].SHA256}
+	}
+	if outcome.SecretsSeen = notSent(s.cfg, intent, matched, follows); len(outcome.SecretsSeen) > 0 {
+		g.log.Warn("secrets the target was never sent came back whole in its output: guessed, or found on the target",
+			"handle", intent.Handle, "tool", intent.Tool, "target", intent.Target, "secrets", outcome.SecretsSeen)
+	}
+	err := g.appendAudit(s.core, outcome)
 	if err != nil {
-		g.log.Error("audit log: a refused call could not be recorded", "tool", intent.Tool, "target", intent.Target, "error", err)
+		g.log.Error("audit log: the outcome record could not be written", "handle", intent.Handle, "error", err)
 	}
+	return err
 }
 
-// result finishes an action's tool result: previews shrink until the
-// response fits result_bytes, and a failed outcome record is reported.
-func (g *Gateway) result(c *core, structured any, isError bool, auditErr error, what, handle string, streams ...output.NamedStream) *ToolResult {
-	what = g.redactString(what) // it quotes the command or path
-	if auditErr != nil {
-		// The action ran, but its outcome is not on record: say so plainly.
-		what += " WARNING: the action ran, but its outcome could not be written to the audit log (" + g.redactString(auditErr.Error()) + ")."
-		isError = true
+// finished is the final result of the action that ended as e.
+func (g *Gateway) finished(c *core, a *action, e *ended, auditErr error) *ToolResult {
+	note := ""
+	if d := &a.decision; d.Capped {
+		note = fmt.Sprintf(" Note: timeout_s=%g is over the max_timeout of %s, so the action was given %v.", d.AskedTimeout.Seconds(), a.intent.Target, d.Timeout)
 	}
-	text, err := output.BuildResult(output.ResultSpec{Structured: structured, What: what, Handle: handle, Streams: streams}, c.server.ResultBytes)
-	if err != nil {
-		return g.failure("%s (%v)", what, err)
+	return g.result(c, a.kind, a.kind.finish(e), e.handle, note, auditErr)
+}
+
+// notSent returns the secrets of matched, and of what the follows
+// matched, that the action's target was never sent: its own credentials
+// (an SSH target's, not its jump host's; an HTTP endpoint's, and the
+// access tokens fetched for it) are not news in its output, any other
+// secret is. Sorted, each once.
+func notSent(cfg *config.Config, intent *audit.Record, matched []string, follows []*followRedactor) []string {
+	for _, f := range follows {
+		matched = append(matched, f.matched()...)
 	}
-	return &ToolResult{Structured: structured, Text: text, IsError: isError}
+	var sent []string
+	if intent.Tool == "http_request" {
+		if e := cfg.HTTP[intent.Target]; e != nil {
+			sent = append(e.SecretNames(), intent.Target+accessTokenSuffix)
+		}
+	} else if t := cfg.SSH[intent.Target]; t != nil {
+		sent = t.SecretNames()
+	}
+	matched = slices.DeleteFunc(matched, func(name string) bool { return slices.Contains(sent, name) })
+	slices.Sort(matched)
+	return slices.Compact(matched)
 }
 
 // appendAudit appends rec to the audit log. When the disk is full, it frees

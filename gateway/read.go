@@ -14,6 +14,29 @@ type (
 	SearchResult = output.SearchResult
 )
 
+// ReadOutputTool is the read_output tool.
+var ReadOutputTool = &Tool[ReadOutputInput, *Page]{
+	Name: "read_output",
+	Description: "Read an action's retained output by handle and stream (stdout, stderr, body or file): by line " +
+		"(line, lines; lines count from 1) or by byte offset (offset; a negative offset or from=end reads from " +
+		"the end). A page cut by its limit ends at a line. Ranges that were not retained are listed in missing.",
+	Hints: Hints{ReadOnly: true},
+	Call: func(g *Gateway, ctx context.Context, in ReadOutputInput, _ Progress) *ToolResult {
+		return g.ReadOutput(ctx, in)
+	},
+}
+
+// SearchOutputTool is the search_output tool.
+var SearchOutputTool = &Tool[SearchOutputInput, *SearchResult]{
+	Name: "search_output",
+	Description: "Search an action's retained output line by line with an RE2 pattern; returns each matching " +
+		"line with its number and offsets, and with context the lines around it (like grep -C).",
+	Hints: Hints{ReadOnly: true},
+	Call: func(g *Gateway, ctx context.Context, in SearchOutputInput, _ Progress) *ToolResult {
+		return g.SearchOutput(ctx, in)
+	},
+}
+
 // ReadOutputInput is the input of the read_output tool.
 type ReadOutputInput struct {
 	Handle string  `json:"handle" jsonschema:"handle of an action, from its result or list_actions"`

@@ -270,8 +270,9 @@ func (g *Gateway) setNote(note string) { g.note.Store(&note) }
 // TakeNote returns what the next tool result must tell about the
 // configuration (a reload that failed, or that needs a restart), once, if
 // the result (size gives its encoded size, called only when there is a
-// note) still fits result_bytes with the note; else "", keeping it for a
-// later result.
+// note) still fits result_bytes with the note and resultAllowance (the
+// envelope around the result, a long id, the note's separator); else "",
+// keeping it for a later result.
 func (g *Gateway) TakeNote(size func() int) string {
 	p := g.note.Load()
 	if p == nil {
@@ -282,7 +283,7 @@ func (g *Gateway) TakeNote(size func() int) string {
 		resultBytes = c.server.ResultBytes
 	}
 	note := g.redactString(*p)
-	if b, _ := json.Marshal(note); len(b)+size() > resultBytes || !g.note.CompareAndSwap(p, nil) {
+	if b, _ := json.Marshal(note); len(b)+size()+resultAllowance > resultBytes || !g.note.CompareAndSwap(p, nil) {
 		return ""
 	}
 	return note

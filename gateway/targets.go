@@ -30,33 +30,15 @@ type SecretStore interface {
 
 // sshTarget is a configured SSH target, ready to use.
 type sshTarget struct {
-	target   *sshexec.Target // nil when err is set
-	err      error           // why the target cannot be used (a missing secret)
-	commands *policy.Commands
-
-	timeout, maxTimeout time.Duration
-	outputLimit         int64
-	maxStdin            int64
-	maxCommand          int
-	// cwd and env are the target's defaults; dirs the directories a
-	// command may run in, allowEnv the names a call may set.
-	cwd      string
-	dirs     *policy.Dirs
-	env      map[string]string
-	allowEnv []string
-	// allowSudo lets a call use sudo, with sudoPassword (nil: sudo -n)
-	// from the keyring.
-	allowSudo    bool
+	target *sshexec.Target // nil when err is set
+	err    error           // why the target cannot be used (a missing secret)
+	rules  *policy.SSH
+	// sudoPassword (nil: sudo -n) is the keyring item sudoSecret's.
 	sudoSecret   string
 	sudoPassword []byte
-	// paths are the rules of file transfers, bounded by maxUpload and
-	// maxDownload bytes.
-	paths                  *policy.Paths
-	maxUpload, maxDownload int64
-	// approve is the target's approve option; where is user@host:port,
-	// as a person asked about a command is shown the target.
-	approve string
-	where   string
+	// where is user@host:port, as a person asked about a command is shown
+	// the target.
+	where string
 }
 
 // httpEndpoint is a configured HTTP endpoint, ready to use.
@@ -65,14 +47,10 @@ type httpEndpoint struct {
 	// credential); only then can it send none.
 	endpoint *httpact.Endpoint
 	err      error
-	requests *policy.Requests
+	rules    *policy.HTTP
 	// refreshSecret names the keyring item of an oauth2_refresh_token
 	// endpoint's refresh token, where a rotated one is written back.
 	refreshSecret string
-
-	timeout, maxTimeout time.Duration
-	// approveMethods are the methods whose requests a person approves.
-	approveMethods []string
 }
 
 // targets are the configured targets, ready to use: credentials from the
@@ -146,12 +124,9 @@ func secretBytes(name string, values map[string]secrets.Value, errs map[string]e
 
 func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *sshTarget {
 	c := cfg.SSH[name]
-	st := &sshTarget{timeout: c.Timeout, maxTimeout: c.MaxTimeout, outputLimit: c.OutputLimit, maxStdin: c.MaxStdinBytes, maxCommand: c.MaxCommandBytes,
-		cwd: c.Cwd, dirs: &policy.Dirs{Target: name, Allow: c.AllowCwd}, env: c.Env, allowEnv: c.AllowEnv, allowSudo: c.AllowSudo, sudoSecret: c.SudoSecret,
-		paths: &policy.Paths{Target: name, Allow: c.AllowPaths, Deny: c.DenyPaths}, maxUpload: c.MaxUploadBytes, maxDownload: c.MaxDownloadBytes,
-		approve: c.Approve, where: fmt.Sprintf("%s@%s", c.User, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)))}
+	st := &sshTarget{sudoSecret: c.SudoSecret, where: fmt.Sprintf("%s@%s", c.User, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)))}
 	// Patterns were compiled once by Validate; this cannot fail.
-	st.commands, st.err = policy.CompileCommands(name, c.AllowCommands, c.DenyCommands)
+	st.rules, st.err = sshRules(name, c)
 	if st.err != nil {
 		return st
 	}
@@ -201,12 +176,11 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 
 func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *httpEndpoint {
 	c := cfg.HTTP[name]
-	he := &httpEndpoint{requests: &policy.Requests{Target: name, Methods: c.Methods, Paths: c.Paths}, timeout: c.Timeout, maxTimeout: c.MaxTimeout,
-		approveMethods: c.ApproveMethods}
+	he := &httpEndpoint{rules: httpRules(name, c)}
 	e := &httpact.Endpoint{
 		Name: name, BaseURL: c.BaseURL, MaxRequestBody: c.MaxRequestBytes,
 		// httpact checks the normalized path, on every redirect hop too.
-		Allow:           he.requests.Check,
+		Allow:           he.rules.Check,
 		MaxResponseBody: cfg.Server.RetainHeadBytes + cfg.Server.RetainTailBytes + c.DrainCap,
 		AllowPrivate:    c.AllowPrivate, FollowRedirects: c.FollowRedirects,
 		Proxy: c.Proxy, ProxyFromEnvironment: c.UseEnvProxy,

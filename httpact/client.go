@@ -27,7 +27,7 @@ const (
 	StatusHTTPError Status = "http_error" // a 4xx or 5xx response, body read whole
 	StatusBodyLimit Status = "body_limit" // the body was longer than MaxResponseBody and was cut
 	StatusCancelled Status = "cancelled"  // the caller's context was cancelled
-	StatusTimeout   Status = "timeout"    // the request's or the caller's deadline passed
+	StatusTimeout   Status = "timeout"    // the deadline of the caller's context passed
 	StatusFailed    Status = "failed"     // no response: connection, TLS, denied address, ...
 )
 
@@ -147,14 +147,10 @@ func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
 	return tr
 }
 
-// timeoutError is the cause of the context that bounds a request.
-type timeoutError struct{ d time.Duration }
-
-func (e *timeoutError) Error() string { return fmt.Sprintf("request timed out after %s", e.d) }
-
 // Do sends r to endpoint e and copies the response body into body, reading
-// at most e.MaxResponseBody bytes. body must not block for long: the
-// request's deadline does not interrupt a Write.
+// at most e.MaxResponseBody bytes. ctx bounds the whole request, retries
+// and body included: its deadline is the request's timeout. body must not
+// block for long: the deadline does not interrupt a Write.
 //
 // Do first runs Check's checks on r (see Check for what they are), then
 // checks the credential values. It returns a *RequestError when r is
@@ -189,12 +185,6 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 			slog.Int("http_status", res.HTTPStatus), slog.Int("attempts", res.Attempts),
 			slog.Int64("body_bytes", res.BodyBytes), slog.Duration("duration", res.Duration))
 	}()
-
-	if r.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, r.Timeout, &timeoutError{r.Timeout})
-		defer cancel()
-	}
 
 	hreq, err := http.NewRequestWithContext(ctx, out.method, out.base.String(), nil)
 	if err != nil {
@@ -283,15 +273,17 @@ func (c *Client) Do(ctx context.Context, e *Endpoint, r Request, body io.Writer)
 }
 
 // fail sets the status and reason for an error, telling a cancellation or
-// timeout (from ctx) from a failure.
+// timeout (from ctx) from a failure. The request's timeout is the
+// deadline of ctx, whoever set it (the gateway sets the action's, with a
+// cause that says so and wraps context.DeadlineExceeded): ctx ended at a
+// deadline, or with a cause that is one, is StatusTimeout, else
+// StatusCancelled; the reason is the cause.
 func (res *Result) fail(ctx context.Context, method string, err error) {
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
-		var te *timeoutError
-		if errors.As(cause, &te) || errors.Is(cause, context.DeadlineExceeded) {
+		res.Status = StatusCancelled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded) {
 			res.Status = StatusTimeout
-		} else {
-			res.Status = StatusCancelled
 		}
 		res.Reason = cause.Error()
 		return

@@ -77,34 +77,35 @@ func TestRetries(t *testing.T) {
 		wantAttempts int
 		wantStatus   int
 		minGap       time.Duration // the least wait the client must have made between attempts
+		deadline     time.Duration // of the request's context; 0: none
 	}{
 		{"GET 503 with Retry-After", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503, "Retry-After", "1"), status(200)}, 2, 200, time.Second},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "1"), status(200)}, 2, 200, time.Second, 0},
 		{"GET 503 to the end returns the last response", Request{Method: "GET"}, RetryPolicy{MaxAttempts: 3},
-			[]func(http.ResponseWriter){status(503)}, 3, 503, 0},
+			[]func(http.ResponseWriter){status(503)}, 3, 503, 0, 0},
 		{"GET 429", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(429), status(200)}, 2, 200, 0},
+			[]func(http.ResponseWriter){status(429), status(200)}, 2, 200, 0, 0},
 		{"GET 501 not retried", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(501), status(200)}, 1, 501, 0},
+			[]func(http.ResponseWriter){status(501), status(200)}, 1, 501, 0, 0},
 		{"GET 404 not retried", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(404), status(200)}, 1, 404, 0},
+			[]func(http.ResponseWriter){status(404), status(200)}, 1, 404, 0, 0},
 		{"POST 503 not retried", Request{Method: "POST", Body: []byte("x")}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0},
+			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0, 0},
 		{"POST with Idempotency-Key retried", Request{Method: "POST", Body: []byte("x"), Headers: map[string]string{"Idempotency-Key": "k1"}}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503), status(200)}, 2, 200, 0},
+			[]func(http.ResponseWriter){status(503), status(200)}, 2, 200, 0, 0},
 		{"PUT body replayed", Request{Method: "PUT", Body: []byte(`{"a":1}`), JSON: true}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(502), status(500), status(201)}, 3, 201, 0},
+			[]func(http.ResponseWriter){status(502), status(500), status(201)}, 3, 201, 0, 0},
 		{"retries disabled", Request{Method: "GET"}, RetryPolicy{MaxAttempts: 1},
-			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0},
+			[]func(http.ResponseWriter){status(503), status(200)}, 1, 503, 0, 0},
 		// Uncapped, the hour would pass the deadline and the 503 come
 		// back after one attempt.
-		{"Retry-After capped", Request{Method: "GET", Timeout: time.Minute}, RetryPolicy{RetryAfterMax: 50 * time.Millisecond},
-			[]func(http.ResponseWriter){status(503, "Retry-After", "3600"), status(200)}, 2, 200, 50 * time.Millisecond},
+		{"Retry-After capped", Request{Method: "GET"}, RetryPolicy{RetryAfterMax: 50 * time.Millisecond},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "3600"), status(200)}, 2, 200, 50 * time.Millisecond, time.Minute},
 		{"Retry-After date", Request{Method: "GET"}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(429, "Retry-After", time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)), status(200)}, 2, 200, 0},
+			[]func(http.ResponseWriter){status(429, "Retry-After", time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)), status(200)}, 2, 200, 0, 0},
 		// Waiting would end in a timeout; the 503 is the answer.
-		{"Retry-After past the deadline returns the answer", Request{Method: "GET", Timeout: 10 * time.Second}, RetryPolicy{},
-			[]func(http.ResponseWriter){status(503, "Retry-After", "20"), status(200)}, 1, 503, 0},
+		{"Retry-After past the deadline returns the answer", Request{Method: "GET"}, RetryPolicy{},
+			[]func(http.ResponseWriter){status(503, "Retry-After", "20"), status(200)}, 1, 503, 0, 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,8 +119,14 @@ func TestRetries(t *testing.T) {
 				e.Retry.MaxAttempts = 3 // the configured default
 			}
 			e.Retry.WaitMin, e.Retry.WaitMax = time.Millisecond, 5*time.Millisecond
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
 			var body bytes.Buffer
-			res, err := c.Do(context.Background(), e, tt.req, &body)
+			res, err := c.Do(ctx, e, tt.req, &body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,6 +260,8 @@ func TestCancel(t *testing.T) {
 					}
 				},
 			})
+			ctx, cancelTimeout := context.WithTimeout(ctx, time.Minute)
+			defer cancelTimeout()
 			ctx, cancel := context.WithCancelCause(ctx)
 			w := &signalWriter{first: make(chan struct{})}
 			trig := tt.trigger(w, idle)
@@ -262,7 +271,7 @@ func TestCancel(t *testing.T) {
 				<-trig
 				cancel(errors.New("stopped by the user"))
 			}()
-			res, err := c.Do(ctx, e, Request{Method: "GET", Path: tt.path, Timeout: time.Minute}, w)
+			res, err := c.Do(ctx, e, Request{Method: "GET", Path: tt.path}, w)
 			<-done
 			if err != nil {
 				t.Fatal(err)
@@ -298,7 +307,11 @@ func TestTimeout(t *testing.T) {
 	c, _ := newTestClient(t)
 	e := testEndpoint(srv, bearer())
 
-	res, err := c.Do(context.Background(), e, Request{Method: "GET", Timeout: 300 * time.Millisecond}, io.Discard)
+	// A deadline with a cause (the gateway gives the action's): the
+	// cause is the reason.
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, errors.New("request timed out after 300ms"))
+	defer cancel()
+	res, err := c.Do(ctx, e, Request{Method: "GET"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +319,7 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("got %s %q; want a timeout after 300ms", res.Status, res.Reason)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	res, err = c.Do(ctx, e, Request{Method: "GET"}, io.Discard)
 	if err != nil || res.Status != StatusTimeout {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 )
 
 // Request is one request as the gateway built it from the agent's
@@ -23,10 +22,6 @@ type Request struct {
 	// JSON marks Body as JSON: it must be valid, and Content-Type is set to
 	// application/json unless Headers set one.
 	JSON bool
-	// Timeout bounds the whole request, retries and body included; the
-	// gateway decides it (policy.Timeout). Zero means none but the
-	// context's.
-	Timeout time.Duration
 	// NoRedirects returns a 3xx as the answer even where the endpoint
 	// follows redirects: for a request a person approved as it is, whose
 	// 307 or 308 would send the same method and body to a path the person

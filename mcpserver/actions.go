@@ -12,109 +12,103 @@ import (
 	"github.com/actiongw/actiongw/gateway"
 )
 
-func init() { toolSets = append(toolSets, addActionTools) }
+func init() { toolSets = append(toolSets, addGatewayTools) }
 
-// addActionTools adds the tools that run and inspect actions; they need a
-// gateway, so a session without one has only the info tools.
-func addActionTools(s *mcp.Server, env *toolEnv) {
-	gw := env.gw
-	if gw == nil {
-		return
-	}
-	mcp.AddTool(s, &mcp.Tool{
-		Name: "ssh_exec",
-		Description: "Run a shell command on a configured SSH target (see list_targets). Returns status, exit code, " +
-			"byte and line counts, and the first and last lines of stdout and stderr (in the text and in " +
-			"structuredContent), with a handle: use read_output and search_output with it for the rest. " +
-			"Credentials are injected by the server and never shown.",
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHExecInput) (*mcp.CallToolResult, *gateway.SSHExecOutput, error) {
-		return runAction[*gateway.SSHExecOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
-			return gw.SSHExec(ctx, in, progress(ctx, req, env))
-		})
-	})
-	mcp.AddTool(s, &mcp.Tool{
-		Name: "ssh_exec_many",
-		Description: "Run one shell command on many SSH targets (names, globs such as web-*, or a group; see list_targets), " +
-			"in parallel. Policy is checked on every target first: if any refuses the command, nothing runs. Returns a " +
-			"summary, the results grouped (targets whose status, exit code, stdout and stderr are identical are shown " +
-			"once, the largest group first) and each target's handle for action_status, read_output and search_output.",
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHExecManyInput) (*mcp.CallToolResult, *gateway.SSHExecManyOutput, error) {
-		return runAction[*gateway.SSHExecManyOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
-			return gw.SSHExecMany(ctx, in, progress(ctx, req, env))
-		})
-	})
-	mcp.AddTool(s, &mcp.Tool{
-		Name: "http_request",
-		Description: "Send an HTTP request to a configured endpoint (see list_targets), under its base URL. Returns status, " +
-			"selected headers, the first and last lines of the body and a handle for read_output and search_output. " +
-			"Credentials are injected by the server and never shown.",
-		InputSchema: inputSchema[gateway.HTTPRequestInput](map[string][]string{"method": httpMethods}),
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.HTTPRequestInput) (*mcp.CallToolResult, *gateway.HTTPRequestOutput, error) {
-		return runAction[*gateway.HTTPRequestOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
-			return gw.HTTPRequest(ctx, in, progress(ctx, req, env))
-		})
-	})
-	mcp.AddTool(s, &mcp.Tool{
-		Name: "ssh_download",
-		Description: "Read a file from a configured SSH target over SFTP, within the target's allow_paths. Returns the " +
-			"file's size, mode, mtime, bytes read and sha256, and the first and last lines of its content (a binary " +
-			"file is described, not shown), with a handle: read_output and search_output with stream file give the " +
-			"rest, and ssh_upload with from_handle copies it to a target without it passing through the model.",
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), ReadOnlyHint: true},
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHDownloadInput) (*mcp.CallToolResult, *gateway.SSHDownloadOutput, error) {
-		return runAction[*gateway.SSHDownloadOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
-			return gw.SSHDownload(ctx, in, progress(ctx, req, env))
-		})
-	})
-	mcp.AddTool(s, &mcp.Tool{
-		Name: "ssh_upload",
-		Description: "Write a file on a configured SSH target over SFTP, within the target's allow_paths, atomically: " +
-			"a temporary file in the same directory is written, synced and renamed over the path, so the file is " +
-			"never half-written. Give content (utf8 or base64), or from_handle and from_stream to send an earlier " +
-			"action's stream kept whole (an HTTP body, a downloaded file). An existing file is replaced only with " +
-			"overwrite. Returns the bytes sent and their sha256.",
-		InputSchema: inputSchema[gateway.SSHUploadInput](map[string][]string{"encoding": {"utf8", "base64"}, "from_stream": streamNames}),
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true), DestructiveHint: ptr(true)},
-	}, func(ctx context.Context, req *mcp.CallToolRequest, in gateway.SSHUploadInput) (*mcp.CallToolResult, *gateway.SSHUploadOutput, error) {
-		return runAction[*gateway.SSHUploadOutput](ctx, env, req, func(ctx context.Context) *gateway.ToolResult {
-			return gw.SSHUpload(ctx, in, progress(ctx, req, env))
-		})
-	})
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(s, &mcp.Tool{
-		Name: "read_output",
-		Description: "Read an action's retained output by handle and stream (stdout, stderr, body or file): by line " +
-			"(line, lines; lines count from 1) or by byte offset (offset; a negative offset or from=end reads from " +
-			"the end). A page cut by its limit ends at a line. Ranges that were not retained are listed in missing.",
-		InputSchema: inputSchema[gateway.ReadOutputInput](map[string][]string{"stream": streamNames, "from": {"start", "end"}}),
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in gateway.ReadOutputInput) (*mcp.CallToolResult, *gateway.Page, error) {
-		return toolResult[*gateway.Page](gw.ReadOutput(ctx, in))
-	})
-	mcp.AddTool(s, &mcp.Tool{
-		Name: "search_output",
-		Description: "Search an action's retained output line by line with an RE2 pattern; returns each matching " +
-			"line with its number and offsets, and with context the lines around it (like grep -C).",
-		InputSchema: inputSchema[gateway.SearchOutputInput](map[string][]string{"stream": streamNames}),
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in gateway.SearchOutputInput) (*mcp.CallToolResult, *gateway.SearchResult, error) {
-		return toolResult[*gateway.SearchResult](gw.SearchOutput(ctx, in))
-	})
+// gatewayTools are the tools the gateway serves, each from the
+// descriptor in its tool's file: a new tool is one line here.
+var gatewayTools = []func(*mcp.Server, *toolEnv){
+	serve(gateway.SSHExecTool),
+	serve(gateway.SSHExecManyTool),
+	serve(gateway.HTTPRequestTool),
+	serve(gateway.SSHDownloadTool),
+	serve(gateway.SSHUploadTool),
+	serve(gateway.ReadOutputTool),
+	serve(gateway.SearchOutputTool),
+	serve(gateway.ActionStatusTool),
+	serve(gateway.CancelActionTool),
+	serve(gateway.ListActionsTool),
 }
 
-// The closed sets of input values. httpMethods is what config accepts in
-// an endpoint's methods.
+// addGatewayTools adds the tools that run and inspect actions; they need
+// a gateway, so a session without one has only the info tools.
+func addGatewayTools(s *mcp.Server, env *toolEnv) {
+	if env.gw == nil {
+		return
+	}
+	for _, add := range gatewayTools {
+		add(s, env)
+	}
+}
+
+// The closed sets of input values, by tool and argument: jsonschema struct
+// tags cannot say enum. httpMethods is what config accepts in an
+// endpoint's methods; actionStatuses are the statuses list_actions can
+// filter by: running, and every way a started action ends.
 var (
-	streamNames = []string{"stdout", "stderr", "body", "file"}
-	httpMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+	streamNames    = []string{"stdout", "stderr", "body", "file"}
+	httpMethods    = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+	actionStatuses = []string{"running", "exited", "signaled", "output_limit", "ok", "http_error", "body_limit", "size_limit", "done", "timeout", "cancelled", "denied", "failed"}
+	inputEnums     = map[string]map[string][]string{
+		"http_request":  {"method": httpMethods},
+		"ssh_upload":    {"encoding": {"utf8", "base64"}, "from_stream": streamNames},
+		"read_output":   {"stream": streamNames, "from": {"start", "end"}},
+		"search_output": {"stream": streamNames},
+		"list_actions":  {"status": actionStatuses},
+	}
 )
 
+// outputSchemas are the result schemas the SDK cannot infer, by tool:
+// action_status and cancel_action return any action tool's result, in
+// that action's own shape.
+var outputSchemas = map[string]func() *jsonschema.Schema{
+	"action_status": actionResult,
+	"cancel_action": actionResult,
+}
+
+func actionResult() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{
+		schemaFor[gateway.SSHExecOutput](), schemaFor[gateway.HTTPRequestOutput](),
+		schemaFor[gateway.SSHDownloadOutput](), schemaFor[gateway.SSHUploadOutput](), schemaFor[gateway.SSHExecManyOutput](),
+	}}
+}
+
+// serve registers the gateway's tool t: its schemas (with their enums),
+// its hints, progress for its calls, and for a tool whose calls may ask
+// the person at the client, the call's approver.
+func serve[In, Out any](t *gateway.Tool[In, Out]) func(*mcp.Server, *toolEnv) {
+	return func(s *mcp.Server, env *toolEnv) {
+		tool := &mcp.Tool{Name: t.Name, Description: t.Description, Annotations: annotations(t.Hints)}
+		if enums := inputEnums[t.Name]; enums != nil {
+			tool.InputSchema = inputSchema[In](enums)
+		}
+		if schema := outputSchemas[t.Name]; schema != nil {
+			tool.OutputSchema = schema()
+		}
+		mcp.AddTool(s, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			call := func(ctx context.Context) *gateway.ToolResult { return t.Call(env.gw, ctx, in, progress(ctx, req, env)) }
+			if t.Asks {
+				return runAction[Out](ctx, env, req, call)
+			}
+			return toolResult[Out](call(ctx))
+		})
+	}
+}
+
+// annotations are MCP's annotations for hints; a hint not given is left
+// out (for destructive and open world, whose absence means true, too).
+func annotations(h gateway.Hints) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{ReadOnlyHint: h.ReadOnly, IdempotentHint: h.Idempotent}
+	if h.Destructive {
+		a.DestructiveHint = ptr(true)
+	}
+	if h.OpenWorld {
+		a.OpenWorldHint = ptr(true)
+	}
+	return a
+}
+
 // inputSchema is the schema the SDK would infer for In, with the named
-// string properties closed to the given values: jsonschema struct tags
-// cannot say enum.
+// string properties closed to the given values.
 func inputSchema[In any](enums map[string][]string) *jsonschema.Schema {
 	s := schemaFor[In]()
 	for name, values := range enums {

@@ -145,10 +145,6 @@ func (env *toolEnv) fitErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// noteEnvelope is what a tool result's size counts beyond the result
-// itself: the JSON-RPC envelope, a long id, the separator before a note.
-const noteEnvelope = 512
-
 // withNote puts what the gateway has to tell about its configuration (a
 // reload that failed or needs a restart) at the start of the next tool
 // result's text, when it fits within result_bytes; else a later result
@@ -169,7 +165,7 @@ func (env *toolEnv) withNote(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return math.MaxInt32 // no room
 			}
-			return len(b) + noteEnvelope
+			return len(b)
 		}
 		if note := env.gw.TakeNote(size); note != "" {
 			text.Text = note + "\n\n" + text.Text

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -122,7 +123,7 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 			return r, out, nil
 		}
 	}
-	for _, name := range sortedNames(cfg.SSH) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.SSH)) {
 		t := cfg.SSH[name]
 		if t.JumpOnly {
 			continue // nothing runs on it
@@ -136,12 +137,12 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 		}
 		out.SSH = append(out.SSH, info)
 	}
-	for _, name := range sortedNames(cfg.HTTP) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.HTTP)) {
 		e := cfg.HTTP[name]
 		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods,
 			Proxy: e.ProxyAddr(), ApproveMethods: e.ApproveMethods})
 	}
-	for _, name := range sortedNames(cfg.Group) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Group)) {
 		targets, _ := cfg.Targets(cfg.Group[name].Targets) // checked when the config loaded
 		out.Groups = append(out.Groups, groupInfo{Name: name, Description: cfg.Group[name].Description, Targets: targets})
 	}
@@ -207,13 +208,4 @@ func publicURL(raw string) string {
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
 	return u.String()
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"unicode/utf8"
 )
 
 // Dirs holds the working-directory rule of one SSH target (allow_cwd):
@@ -71,19 +70,6 @@ func (d *Dirs) Check(dir string) (string, error) {
 		}
 	}
 	return "", &DeniedError{Target: d.Target, Rule: rule, Reason: fmt.Sprintf("cwd %q matches no allowed directory", clip(clean))}
-}
-
-// clip shortens what an agent sent to a length a message can carry.
-func clip(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // Writable returns a pattern of d.Allow that allows a directory into which

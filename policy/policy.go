@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 )
 
 // DeniedError is a policy denial. It names the target and the rule so the
@@ -143,17 +142,4 @@ func MatchPath(pattern, path string) bool {
 		}
 	}
 	return len(ps) == len(xs)
-}
-
-// Timeout returns the timeout for a call that asked for asked (0: none
-// given): def when none was given, never more than max. capped reports
-// whether the ask was lowered.
-func Timeout(asked, def, max time.Duration) (d time.Duration, capped bool) {
-	switch {
-	case asked <= 0:
-		return min(def, max), false
-	case asked > max:
-		return max, true
-	}
-	return asked, false
 }

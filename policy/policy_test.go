@@ -133,9 +133,9 @@ func TestTimeout(t *testing.T) {
 		{0, 2 * time.Hour, time.Hour, time.Hour, false},
 	}
 	for _, tt := range tests {
-		got, capped := Timeout(tt.asked, tt.def, tt.max)
+		got, capped := timeout(tt.asked, tt.def, tt.max)
 		if got != tt.want || capped != tt.capped {
-			t.Errorf("Timeout(%v, %v, %v) = %v, %v; want %v, %v", tt.asked, tt.def, tt.max, got, capped, tt.want, tt.capped)
+			t.Errorf("timeout(%v, %v, %v) = %v, %v; want %v, %v", tt.asked, tt.def, tt.max, got, capped, tt.want, tt.capped)
 		}
 	}
 }

@@ -304,7 +304,9 @@ func TestStopEscapees(t *testing.T) {
 					done <- result{nil, err}
 					return
 				}
-				res, err := l.Run(context.Background(), Request{Command: "cd " + dir + " || exit 1\n" + tc.command, Stdout: &stdout, Timeout: 3 * time.Second})
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				res, err := l.Run(ctx, Request{Command: "cd " + dir + " || exit 1\n" + tc.command, Stdout: &stdout})
 				done <- result{res, err}
 			}()
 			pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second)

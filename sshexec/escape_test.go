@@ -116,12 +116,15 @@ func TestStopHostileEscapees(t *testing.T) {
 					tg := target(s)
 					tg.StopMode, tg.UsePTY = stop.mode, stop.pty
 					dir := s.UserDir(t)
-					ctx, cancel := context.WithCancelCause(context.Background())
-					defer cancel(nil)
-					req := Request{Command: escapeeCommand(e, dir, "echo started; sleep 1000"), Timeout: time.Minute}
+					timeout := time.Minute
 					if how == "timeout" {
-						req.Timeout = 4 * time.Second
+						timeout = 4 * time.Second
 					}
+					ctx, cancelTimeout := context.WithTimeout(context.Background(), timeout)
+					defer cancelTimeout()
+					ctx, cancel := context.WithCancelCause(ctx)
+					defer cancel(nil)
+					req := Request{Command: escapeeCommand(e, dir, "echo started; sleep 1000")}
 					var stdout syncbuf.Buffer
 					req.Stdout, req.Stderr = &stdout, &stdout
 					done := make(chan *Result, 1)

@@ -26,14 +26,16 @@ func ExamplePool_Run() {
 		Keepalive:   15 * time.Second,
 	}
 
-	// MCP cancellation arrives as a cancelled context with a cause.
-	ctx, cancel := context.WithCancelCause(context.Background())
+	// MCP cancellation arrives as a cancelled context with a cause; the
+	// context's deadline is the command's timeout.
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(errors.New("request cancelled by the client"))
 
 	var stdout, stderr discard // the gateway's capture writers
 	res, err := pool.Run(ctx, web1, sshexec.Request{
 		Command:     "journalctl -u nginx -n 100",
-		Timeout:     30 * time.Second,
 		OutputLimit: 64 << 20,
 		Stdout:      &stdout,
 		Stderr:      &stderr,

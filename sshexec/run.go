@@ -22,9 +22,6 @@ type Request struct {
 	// Stdin is sent to the command, followed by end of file; nil sends end
 	// of file at once.
 	Stdin []byte
-	// Timeout bounds the whole call, connecting included; zero means none
-	// but the context's.
-	Timeout time.Duration
 	// OutputLimit is the number of stdout plus stderr bytes after which the
 	// command is stopped and the rest is dropped; zero means no limit.
 	OutputLimit int64
@@ -58,7 +55,7 @@ type Status string
 const (
 	StatusExited      Status = "exited"       // the command exited; see ExitCode
 	StatusSignaled    Status = "signaled"     // the command was killed by a signal; see Signal
-	StatusTimeout     Status = "timeout"      // the timeout expired; the command was stopped
+	StatusTimeout     Status = "timeout"      // the deadline of the context passed; the command was stopped
 	StatusCancelled   Status = "cancelled"    // the caller cancelled; the command was stopped
 	StatusOutputLimit Status = "output_limit" // OutputLimit was exceeded; the command was stopped
 	StatusFailed      Status = "failed"       // the session ended without a status (connection lost)
@@ -107,7 +104,10 @@ const maxScriptBytes = 240 << 10
 
 // checkCommand returns a *CommandError for a command that must not be
 // sent, whatever its target: one call must never tear down a connection
-// that other calls share.
+// that other calls share, nor set the wrapper's own variables. It guards
+// sshexec itself, for any caller; it is no policy: the gateway's (policy's
+// decision on a call: its sizes, a NUL byte, the names of its variables)
+// refuses such a call, in the agent's words, before it gets here.
 func checkCommand(req *Request, script string) error {
 	for name, v := range req.Env {
 		switch {
@@ -130,11 +130,6 @@ func checkCommand(req *Request, script string) error {
 	return nil
 }
 
-// TimeoutError is the cancellation cause when a run's timeout expires.
-type TimeoutError struct{ Timeout time.Duration }
-
-func (e *TimeoutError) Error() string { return fmt.Sprintf("timed out after %v", e.Timeout) }
-
 // OutputLimitError is the cancellation cause when a run exceeds its
 // output limit.
 type OutputLimitError struct{ Limit int64 }
@@ -145,13 +140,15 @@ func (e *OutputLimitError) Error() string {
 
 // Run runs req.Command on t, writing its output to req.Stdout and
 // req.Stderr until the session ends, and returns how it ended. It is
-// Acquire followed by Lease.Run, with req.Timeout bounding both.
+// Acquire followed by Lease.Run, with ctx bounding both: a deadline of
+// ctx is the run's timeout (StatusTimeout), and so is a cause that wraps
+// context.DeadlineExceeded (the gateway's); its cause is the Reason.
 //
 // An error (and no Result) means the command was not started: invalid
 // target, ErrNoCredential, *HostKeyError, *AuthError, connection failure,
-// ErrPoolClosed. Once the command has started, and when ctx ends or the
-// timeout expires before it starts, Run returns a Result. When ctx is
-// cancelled, or the timeout or output limit is reached, Run stops the
+// ErrPoolClosed. Once the command has started, and when ctx ends before
+// it starts, Run returns a Result. When ctx ends, or the output limit is
+// reached, Run stops the
 // remote command in stages: TERM, KILL (as "signal" requests, or from a
 // second session when the server refuses those), closing the session, and
 // at last closing the connection; then it checks that every process of
@@ -159,16 +156,15 @@ func (e *OutputLimitError) Error() string {
 // with the first write error.
 func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error) {
 	start := time.Now()
-	ctx, cancel, stop := runContext(ctx, req.Timeout)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	l, err := p.Acquire(ctx, t, forever)
 	if err != nil {
 		if ctx.Err() == nil {
 			return nil, err
 		}
 		// Nothing runs on the target, so there is nothing to stop.
-		cause := context.Cause(ctx)
-		return &Result{Status: stopStatus(cause), Reason: cause.Error(),
+		return &Result{Status: stopStatus(ctx), Reason: context.Cause(ctx).Error(),
 			Duration: time.Since(start), ConnectDuration: time.Since(start)}, nil
 	}
 	return l.run(ctx, cancel, start, req)
@@ -246,25 +242,13 @@ func (l *Lease) Release() {
 	})
 }
 
-// Run runs req.Command on the leased session, as Pool.Run does, with
-// req.Timeout counted from here; it releases the lease when it returns.
+// Run runs req.Command on the leased session, as Pool.Run does; it
+// releases the lease when it returns.
 func (l *Lease) Run(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()
-	ctx, cancel, stop := runContext(ctx, req.Timeout)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(ctx) // the output limit ends it
+	defer cancel(nil)
 	return l.run(ctx, cancel, start, req)
-}
-
-// runContext is the context of a run: cancel ends it with a cause (the
-// output limit does), and timeout, when positive, with a *TimeoutError.
-// stop releases it.
-func runContext(ctx context.Context, timeout time.Duration) (_ context.Context, cancel context.CancelCauseFunc, stop func()) {
-	ctx, cancel = context.WithCancelCause(ctx)
-	if timeout <= 0 {
-		return ctx, cancel, func() { cancel(nil) }
-	}
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, &TimeoutError{timeout})
-	return ctx, cancel, func() { cancelTimeout(); cancel(nil) }
 }
 
 // errLeaseUsed is returned by a second use of a lease, or a use after
@@ -293,11 +277,14 @@ func (l *Lease) run(ctx context.Context, cancel context.CancelCauseFunc, start t
 	return res, err
 }
 
-func stopStatus(cause error) Status {
-	var timeout *TimeoutError
+// stopStatus is how a run that ctx ended stopped: at a deadline of ctx,
+// or with a cause that wraps context.DeadlineExceeded (the gateway's
+// timeout), a timeout; at the output limit; else cancelled.
+func stopStatus(ctx context.Context) Status {
+	cause := context.Cause(ctx)
 	var limit *OutputLimitError
 	switch {
-	case errors.As(cause, &timeout), errors.Is(cause, context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(cause, context.DeadlineExceeded):
 		return StatusTimeout
 	case errors.As(cause, &limit):
 		return StatusOutputLimit
@@ -352,8 +339,7 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 		switch {
 		case ctx.Err() != nil:
 			// Stopped before it started: nothing runs to be stopped.
-			cause := context.Cause(ctx)
-			return &Result{Status: stopStatus(cause), Reason: cause.Error()}, nil
+			return &Result{Status: stopStatus(ctx), Reason: context.Cause(ctx).Error()}, nil
 		case !errors.As(err, &ce) && !errors.Is(err, errRefused):
 			// The connection failed while the command was being started:
 			// it may be running. Kill what carries its run id, and look.
@@ -371,7 +357,7 @@ wait:
 	for {
 		select {
 		case <-r.s.done:
-			if ctx.Err() != nil && stopStatus(context.Cause(ctx)) == StatusOutputLimit {
+			if ctx.Err() != nil && stopStatus(ctx) == StatusOutputLimit {
 				cause = context.Cause(ctx) // the output was cut, even if the command ended
 			}
 			break wait
@@ -387,7 +373,7 @@ wait:
 	res.ExitCode, res.Signal = code, signal
 	switch {
 	case cause != nil:
-		res.Status, res.Reason = stopStatus(cause), cause.Error()
+		res.Status, res.Reason = stopStatus(ctx), cause.Error()
 	case code != nil:
 		res.Status = StatusExited
 	case signal != "":

@@ -61,7 +61,9 @@ func TestStopRunning(t *testing.T) {
 					s.RequirePTY(t)
 				}
 				dir := s.UserDir(t)
-				ctx, cancel := context.WithCancelCause(context.Background())
+				ctx, cancelTimeout := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancelTimeout()
+				ctx, cancel := context.WithCancelCause(ctx)
 				defer cancel(nil)
 				var stdout io.Writer = io.Discard
 				if tc.cancelOnOutput {
@@ -73,7 +75,7 @@ func TestStopRunning(t *testing.T) {
 				}
 				done := make(chan ran, 1)
 				go func() {
-					res, err := p.Run(ctx, tg, Request{Command: fmt.Sprintf(tc.command, dir), Stdout: stdout, Timeout: 60 * time.Second})
+					res, err := p.Run(ctx, tg, Request{Command: fmt.Sprintf(tc.command, dir), Stdout: stdout})
 					done <- ran{res, err}
 				}()
 				pid := sshtest.ReadPID(t, filepath.Join(dir, "pid"), 10*time.Second)
@@ -199,8 +201,9 @@ func TestStopBeforeStart(t *testing.T) {
 		req    Request
 		status Status
 	}{
-		{"timeout", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
-			Request{Command: "true", Timeout: 300 * time.Millisecond}, StatusTimeout},
+		{"timeout", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 300*time.Millisecond)
+		}, Request{Command: "true"}, StatusTimeout},
 		{"cancel", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			time.AfterFunc(100*time.Millisecond, func() { cancel(errTestCancel) })

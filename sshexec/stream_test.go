@@ -3,6 +3,7 @@ package sshexec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -143,7 +144,7 @@ func TestStdinAndTimeout(t *testing.T) {
 
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB, more than a window
 	var stdout syncbuf.Buffer
-	res, err := p.Run(ctx, tg, Request{Command: "wc -c; cat >/dev/null", Stdin: big, Stdout: &stdout, Timeout: 0})
+	res, err := p.Run(ctx, tg, Request{Command: "wc -c; cat >/dev/null", Stdin: big, Stdout: &stdout})
 	if err != nil || res.Status != StatusExited || strings.TrimSpace(stdout.String()) != strconv.Itoa(len(big)) {
 		t.Errorf("stdin: got %+v, %q, %v; want wc to count %d bytes", res, stdout.String(), err, len(big))
 	}
@@ -154,20 +155,38 @@ func TestStdinAndTimeout(t *testing.T) {
 		t.Errorf("unread stdin: got %+v, %v; want exited", res, err)
 	}
 
+	// A deadline is a timeout, with its cause as the reason: the
+	// context's own, or one that wraps context.DeadlineExceeded (the
+	// gateway's).
+	gateways := fmt.Errorf("timed out after 200ms: %w", context.DeadlineExceeded)
 	for _, tc := range []struct {
-		name    string
-		timeout time.Duration
-		want    time.Duration
+		name string
+		ctx  func() (context.Context, func())
+		want string
 	}{
-		{"request timeout", 200 * time.Millisecond, 200 * time.Millisecond},
+		{"context deadline", func() (context.Context, func()) {
+			ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			return ctx, cancel
+		}, context.DeadlineExceeded.Error()},
+		{"deadline with a cause", func() (context.Context, func()) {
+			ctx, cancel := context.WithTimeoutCause(ctx, 200*time.Millisecond, errors.New("timed out after 200ms"))
+			return ctx, cancel
+		}, "timed out after 200ms"},
+		{"cancelled with a deadline's cause", func() (context.Context, func()) {
+			ctx, cancel := context.WithCancelCause(ctx)
+			timer := time.AfterFunc(200*time.Millisecond, func() { cancel(gateways) })
+			return ctx, func() { timer.Stop(); cancel(nil) }
+		}, gateways.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := p.Run(ctx, tg, Request{Command: "sleep 1000", Timeout: tc.timeout})
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			res, err := p.Run(ctx, tg, Request{Command: "sleep 1000"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != StatusTimeout || res.Reason != (&TimeoutError{tc.want}).Error() {
-				t.Errorf("got %+v; want status timeout after %v", res, tc.want)
+			if res.Status != StatusTimeout || res.Reason != tc.want {
+				t.Errorf("got %+v; want status timeout, reason %q", res, tc.want)
 			}
 			if res.RemoteStopped == nil || !*res.RemoteStopped {
 				t.Errorf("remote stopped: got %v; want true", res.RemoteStopped)

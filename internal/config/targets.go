@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/httpact"
+	"github.com/actiongw/actiongw/policy"
 )
 
-// The values of SSHTarget.Approve.
+// The values of SSHTarget.Approve, as policy decides them.
 const (
-	ApproveNever    = "never"
-	ApproveAlways   = "always"
-	ApproveUnlisted = "unlisted"
+	ApproveNever    = policy.ApproveNever
+	ApproveAlways   = policy.ApproveAlways
+	ApproveUnlisted = policy.ApproveUnlisted
 )
 
 // SSHTarget is one host an agent may run commands on.
@@ -189,11 +190,12 @@ func (c *Config) Targets(patterns []string) ([]string, error) {
 }
 
 // MaxEnv, MaxEnvValueBytes and MaxCwdBytes bound the environment and the
-// directory of a command, from the config and from a call together.
+// directory of a command, from the config and from a call together; policy
+// holds a call to them.
 const (
-	MaxEnv           = 64
-	MaxEnvValueBytes = 4096
-	MaxCwdBytes      = 4096
+	MaxEnv           = policy.MaxEnv
+	MaxEnvValueBytes = policy.MaxEnvValueBytes
+	MaxCwdBytes      = policy.MaxCwdBytes
 )
 
 // HTTPEndpoint is one HTTP API an agent may call under its base URL.

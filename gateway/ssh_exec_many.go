@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,18 @@ import (
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/policy"
 )
+
+// SSHExecManyTool is the ssh_exec_many tool.
+var SSHExecManyTool = &Tool[SSHExecManyInput, *SSHExecManyOutput]{
+	Name: "ssh_exec_many",
+	Description: "Run one shell command on many SSH targets (names, globs such as web-*, or a group; see list_targets), " +
+		"in parallel. Policy is checked on every target first: if any refuses the command, nothing runs. Returns a " +
+		"summary, the results grouped (targets whose status, exit code, stdout and stderr are identical are shown " +
+		"once, the largest group first) and each target's handle for action_status, read_output and search_output.",
+	Hints: Hints{OpenWorld: true, Destructive: true},
+	Asks:  true,
+	Call:  (*Gateway).SSHExecMany,
+}
 
 // maxFanout bounds the targets of one ssh_exec_many.
 const maxFanout = config.MaxGroupTargets
@@ -143,147 +156,197 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 			output.Plural(len(names), "target"), c.server.ResultBytes)
 	}
 	parallel := cmp.Or(in.MaxParallel, c.server.MaxParallel)
-	parallel = min(max(parallel, 1), cap(c.limit.server))
-	targets := make([]*fanTarget, len(names))
-	var longest time.Duration
+	k := &sshExecMany{g: g, s: s, in: in, label: label, parallel: min(max(parallel, 1), cap(c.limit.server)),
+		background: waitFor(in.WaitS, c.server.Wait) == 0, list: make([]*fanTarget, len(names))}
 	for i, name := range names {
-		st := s.ssh[name]
-		targets[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, st, in.on(name))}
-		t, _ := policy.Timeout(seconds(in.TimeoutS), st.timeout, st.maxTimeout)
-		longest = max(longest, t)
+		k.list[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, s.ssh[name], in.on(name))}
 	}
-	// Its own bound: every wave of targets within its longest timeout
-	// and its wait for slots, and a minute to stop; each target's own
-	// timeout stops it sooner. Saturated: max_timeout has no cap.
-	waves := float64((len(names) + parallel - 1) / parallel)
-	bound := time.Duration(min(waves*float64(longest+c.server.QueueWait+time.Minute), float64(math.MaxInt64/2)))
+	return g.run(ctx, s, &action{kind: k, intent: audit.Record{Tool: "ssh_exec_many", Target: label, Command: in.Command}}, progress, in.WaitS)
+}
 
-	var mu sync.Mutex // guards the targets' handle and group
-	fan := &action{
-		intent: audit.Record{Tool: "ssh_exec_many", Target: label, Command: in.Command},
-		check: func(*audit.Record) error {
-			// Every target's policy before anything runs. Other refusals
-			// (a missing secret) fail that target alone, when it starts.
-			var denied []*policy.DeniedError
-			for _, t := range targets {
-				var de *policy.DeniedError
-				if err := t.a.check(&t.a.intent); errors.As(err, &de) {
-					denied = append(denied, de)
-				}
-			}
-			if len(denied) > 0 {
-				return &policy.DeniedError{Target: label, Rule: "the targets' rules",
-					Reason: fmt.Sprintf("nothing ran: %s of %d refuse the command: %s", output.Plural(len(denied), "target"), len(targets), denials(denied))}
-			}
-			return nil
-		},
-		// One question for every target that asks about the command; the
-		// targets then ask nothing themselves.
-		approval: func() (*Question, string) {
-			var asking []*Question
-			for _, t := range targets {
-				if q, _ := t.a.approval(); q != nil {
-					asking = append(asking, q)
-					t.asked = q.Key
-				}
-				t.a.approved = true
-			}
-			if len(asking) == 0 {
-				return nil, ""
-			}
-			return g.fanQuestion(s.cfg, label, in, len(targets), asking, s.ssh), ruleApprove
-		},
-		timeout: bound, maxTimeout: bound,
-		targets: int64(len(targets)),
+// sshExecMany is one ssh_exec_many call: a fan-out whose execute runs an
+// ssh_exec action on each target (see fanout).
+type sshExecMany struct {
+	g     *Gateway
+	s     *state
+	in    SSHExecManyInput
+	label string // names the targets for the audit log
+	// parallel is how many targets run at once; background is set when
+	// the call goes to the background at once (wait_s 0).
+	parallel   int
+	background bool
+	// intent is the fan-out's own, from check: its targets name its handle
+	// as their parent, and copy its approvals.
+	intent *audit.Record
+
+	mu   sync.Mutex   // guards the targets' handle and group
+	list []*fanTarget // the targets
+}
+
+func (k *sshExecMany) streams() []string { return nil }
+func (k *sshExecMany) targets() int      { return len(k.list) }
+
+// check runs every target's check before anything runs (policy.Fanout:
+// one denial denies all), and bounds the fan-out's own time: every wave
+// of targets within its longest timeout and its wait for slots, and a
+// minute to stop; each target's own timeout stops it sooner. Saturated:
+// max_timeout has no cap.
+func (k *sshExecMany) check(intent *audit.Record) (policy.Decision, error) {
+	k.intent = intent
+	refusals := make([]error, len(k.list))
+	asks := false
+	var longest time.Duration
+	for i, t := range k.list {
+		t.a.decision, refusals[i] = t.a.kind.check(&t.a.intent)
+		asks = asks || t.a.decision.Verdict == policy.Asked
+		longest = max(longest, t.a.decision.Timeout)
 	}
-	end := func(t *fanTarget, r *ToolResult) {
-		grp := groupOf(r)
-		mu.Lock()
-		t.group = &grp
-		mu.Unlock()
-	}
-	background := waitFor(in.WaitS, c.server.Wait) == 0
-	fan.execute = func(ctx context.Context, _ []io.Writer, done *atomic.Int64) *ended {
-		sem := make(chan struct{}, parallel)
-		own := make(chan struct{}, 1)
-		own <- struct{}{}
-		var wg sync.WaitGroup
-		for _, t := range targets {
-			t.a.intent.Parent = fan.intent.Handle
-			if t.asked != "" { // the fan-out's question was this target's too
-				t.a.intent.Approvals = slices.Clone(fan.intent.Approvals)
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-			}
-			// In the background, every target started counts against
-			// max_background_actions too, as a background ssh_exec would.
-			releaseBackground, err := g.backgroundTurn(ctx, c, fan.intent.Handle, own, background)
-			if err == nil {
-				err = ctx.Err()
-			}
-			if err != nil {
-				// Not started: audited as such, with the fan-out's cause.
-				releaseBackground()
-				end(t, g.notStarted(ctx, c, &t.a.intent, context.Cause(ctx)))
-				done.Add(1)
-				continue
-			}
-			ts, ta, err := g.fanTargetNow(s, t, in)
-			if err != nil {
+	waves := float64((len(k.list) + k.parallel - 1) / k.parallel)
+	bound := time.Duration(min(waves*float64(longest+k.s.core.server.QueueWait+time.Minute), float64(math.MaxInt64/2)))
+	d := policy.Fanout(k.label, refusals, asks, bound)
+	return d, d.Err
+}
+
+// execute starts the targets' actions, at most parallel at once, each
+// under the state in effect when it starts and on its own goroutine
+// (starting opens a session and writes the intent, which must not queue
+// behind the other targets'), and waits for them.
+func (k *sshExecMany) execute(ctx context.Context, _ []io.Writer, done *atomic.Int64) *ended {
+	sem := make(chan struct{}, k.parallel)
+	own := make(chan struct{}, 1)
+	own <- struct{}{}
+	var wg sync.WaitGroup
+	for _, t := range k.list {
+		t.a.intent.Parent = k.intent.Handle
+		if t.asked != "" { // the fan-out's question was this target's too
+			t.a.intent.Approvals = slices.Clone(k.intent.Approvals)
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		// In the background, every target started counts against
+		// max_background_actions too, as a background ssh_exec would.
+		releaseBackground, err := k.g.backgroundTurn(ctx, k.s.core, k.intent.Handle, own, k.background)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			// Not started: audited as such, with the fan-out's cause.
+			releaseBackground()
+			k.end(t, k.g.notStarted(ctx, k.s.core, &t.a.intent, context.Cause(ctx)))
+			done.Add(1)
+			continue
+		}
+		ts, ta, err := k.g.fanTargetNow(k.s, t, k.in)
+		if err != nil {
+			releaseBackground()
+			<-sem
+			r := k.g.failure("%v", err)
+			r.status = k.g.refused(k.s.core, &t.a.intent, err)
+			k.end(t, r)
+			done.Add(1)
+			continue
+		}
+		wg.Go(func() {
+			defer func() {
 				releaseBackground()
 				<-sem
-				r := g.failure("%v", err)
-				r.status = g.refused(c, &t.a.intent, err)
-				end(t, r)
 				done.Add(1)
-				continue
-			}
-			// Each target starts on its own goroutine: starting opens a
-			// session and writes the intent, which must not queue behind
-			// the other targets'.
-			wg.Go(func() {
-				defer func() {
-					releaseBackground()
-					<-sem
-					done.Add(1)
-				}()
-				act, _, fail := g.start(ctx, ts, ta, false)
-				if fail != nil {
-					end(t, fail)
-					return
-				}
-				mu.Lock()
-				t.handle = act.handle
-				mu.Unlock()
-				<-act.done
-				end(t, act.finishedResult())
-			})
-		}
-		wg.Wait()
-		if ctx.Err() != nil {
-			var te *timeoutError
-			if errors.As(context.Cause(ctx), &te) {
-				return &ended{status: StatusTimeout, reason: te.Error()}
-			}
-			return &ended{status: StatusCancelled}
-		}
-		return &ended{status: StatusDone}
+			}()
+			k.run(ctx, t, ts, ta)
+		})
 	}
-	fan.finish = func(e *ended, handle string, _ []output.Stream) (any, []output.NamedStream, string, bool) {
-		command := g.redactString(in.Command)
-		mu.Lock()
-		out := groupResults(targets)
-		mu.Unlock()
-		out.Handle, out.Command, out.Status, out.DurationMS, out.Reason = handle, command, e.status, e.duration.Milliseconds(), e.reason
-		// Room for what the pipeline adds to the text (a note on the
-		// timeout cap, a warning on the audit log).
-		fitGroups(out, command, c.server.ResultBytes-512)
-		isError := e.status != StatusDone || out.Summary.ExitedOK != out.Summary.Targets
-		return out, out.streams(), out.describe(command), isError
+	wg.Wait()
+	if ctx.Err() != nil {
+		var te *timeoutError
+		if errors.As(context.Cause(ctx), &te) {
+			return &ended{status: StatusTimeout, reason: te.Error()}
+		}
+		return &ended{status: StatusCancelled}
 	}
-	return g.run(ctx, s, fan, progress, in.WaitS)
+	return &ended{status: StatusDone}
+}
+
+// run runs a, target t's action, under ts, the state in effect when it
+// starts (fanTargetNow), and keeps its result.
+func (k *sshExecMany) run(ctx context.Context, t *fanTarget, ts *state, a *action) {
+	act, _, fail := k.g.start(ctx, ts, a, false)
+	if fail != nil {
+		k.end(t, fail)
+		return
+	}
+	k.mu.Lock()
+	t.handle = act.handle
+	k.mu.Unlock()
+	<-act.done
+	k.end(t, act.finishedResult())
+}
+
+// end keeps r, the result of target t.
+func (k *sshExecMany) end(t *fanTarget, r *ToolResult) {
+	grp := groupOf(r)
+	k.mu.Lock()
+	t.group = &grp
+	k.mu.Unlock()
+}
+
+// finish groups the targets' results; its parts are the groups.
+func (k *sshExecMany) finish(e *ended) *result {
+	k.mu.Lock()
+	out := groupResults(k.list)
+	k.mu.Unlock()
+	out.Handle, out.Command, out.Status, out.DurationMS, out.Reason = e.handle, e.command, e.status, e.duration.Milliseconds(), e.reason
+	isError := e.status != StatusDone || out.Summary.ExitedOK != out.Summary.Targets
+	return &result{structured: out, streams: out.streams(), what: out.describe(), isError: isError, parts: len(out.Groups)}
+}
+
+// keep is r with only its first n groups (the largest), the others
+// counted in omitted; bare, a copy of it with no preview.
+func (k *sshExecMany) keep(r *result, n int, bare bool) *result {
+	out := r.structured.(*SSHExecManyOutput)
+	all := out.Groups
+	kept := *out
+	kept.Groups = all[:n]
+	if bare {
+		kept.Groups = make([]TargetGroup, n)
+		for i, grp := range all[:n] {
+			for _, st := range []*output.Stream{&grp.Stdout, &grp.Stderr} {
+				st.Head, st.Tail, st.Truncated = "", "", st.Bytes > 0
+			}
+			kept.Groups[i] = grp
+		}
+	}
+	kept.Omitted = omitted(all[n:])
+	return &result{structured: &kept, streams: kept.streams(), what: kept.describe(), isError: r.isError, parts: n}
+}
+
+// question is the one question of the fan-out for its targets that ask
+// about the command (it records which in each target's asked); the
+// targets then ask nothing themselves.
+func (k *sshExecMany) question() *Question {
+	var asking []*Question
+	for _, t := range k.list {
+		if t.a.decision.Verdict == policy.Asked {
+			q := t.a.kind.(asker).question()
+			asking = append(asking, q)
+			t.asked = q.Key
+		}
+		t.a.approved = true
+	}
+	quote, in, label := k.g.quote, k.in, k.label
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run this command on %d SSH targets (%s)? %d of them ask before it runs.\n\nCommand: %s\n",
+		len(k.list), quote(label), len(asking), quote(in.Command))
+	writeStdin(&b, quote, in.Stdin)
+	b.WriteString("\nTargets that ask:\n")
+	keys := []string{"ssh_exec_many", strconv.Itoa(len(k.list))}
+	for _, q := range asking {
+		fmt.Fprintf(&b, "- %s (%s)\n", q.Target, k.s.ssh[q.Target].where)
+		keys = append(keys, q.Key)
+	}
+	return &Question{Asked: AskedCommand, Target: label, Message: b.String(),
+		Remember: k.s.cfg.Approval.Remember, Timeout: k.s.cfg.Approval.Timeout, Key: questionKey(keys...)}
 }
 
 // on is the ssh_exec of the fan-out on one target.
@@ -307,19 +370,18 @@ func (g *Gateway) fanTargetNow(s *state, t *fanTarget, in SSHExecManyInput) (*st
 	}
 	st, ok := cur.ssh[t.name]
 	if !ok {
-		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "reload",
-			Reason: "the target was removed from the configuration by a reload while the fan-out ran"}
+		return nil, nil, policy.Removed(t.name)
 	}
 	a := g.sshExecAction(cur.cfg, st, in.on(t.name))
 	a.intent.Parent, a.intent.Approvals = t.a.intent.Parent, t.a.intent.Approvals
-	if err := a.check(&a.intent); err != nil {
+	d, err := a.kind.check(&a.intent)
+	if err != nil {
 		return cur, a, nil // the pipeline refuses it, as it does any action
 	}
 	// The question the target now asks must be the one the person
 	// answered: the same command on the same host, user and port.
-	if q, _ := a.approval(); q != nil && q.Key != t.asked {
-		return nil, nil, &policy.DeniedError{Target: t.name, Rule: "approve",
-			Reason: "a reload while the fan-out ran made the command ask a person first on this target, or changed the target; call again to ask"}
+	if d.Verdict == policy.Asked && a.kind.(asker).question().Key != t.asked {
+		return nil, nil, policy.Reasked(t.name)
 	}
 	a.approved = true
 	return cur, a, nil
@@ -367,26 +429,6 @@ func (g *Gateway) backgroundTurn(ctx context.Context, c *core, handle string, ow
 	}
 }
 
-// denials says which targets refused a command and why, the targets with
-// the same reason and rule together.
-func denials(denied []*policy.DeniedError) string {
-	type why struct{ reason, rule string }
-	var order []why
-	by := map[why][]string{}
-	for _, de := range denied {
-		w := why{de.Reason, de.Rule}
-		if _, ok := by[w]; !ok {
-			order = append(order, w)
-		}
-		by[w] = append(by[w], de.Target)
-	}
-	parts := make([]string, 0, len(order))
-	for _, w := range order {
-		parts = append(parts, fmt.Sprintf("%s: %s (%s)", listNames(by[w], 8), output.Clip(w.reason, 300), output.Clip(w.rule, 300)))
-	}
-	return output.Clip(strings.Join(parts, "; "), 4000)
-}
-
 // fanoutTargets resolves the targets of an ssh_exec_many call and names
 // them for the audit log: "group:NAME", or the names given.
 func fanoutTargets(s *state, in SSHExecManyInput) (list []string, label string, err error) {
@@ -398,7 +440,7 @@ func fanoutTargets(s *state, in SSHExecManyInput) (list []string, label string, 
 	case in.Group != "":
 		grp, ok := s.cfg.Group[in.Group]
 		if !ok {
-			return nil, "", fmt.Errorf("%s", unknownTarget("group", in.Group, names(s.cfg.Group), false, "", ""))
+			return nil, "", fmt.Errorf("%s", unknownTarget("group", in.Group, slices.Sorted(maps.Keys(s.cfg.Group)), false, "", ""))
 		}
 		list, err = s.cfg.Targets(grp.Targets)
 		label = "group:" + in.Group
@@ -485,28 +527,6 @@ func (m *ManySummary) count(grp *TargetGroup) {
 	}
 }
 
-// fitGroups leaves out the smallest groups, as few as it can, so that the
-// result fits budget even with no preview (the pipeline then shrinks the
-// previews until it fits).
-func fitGroups(out *SSHExecManyOutput, command string, budget int) {
-	all := out.Groups
-	fits := func(k int) bool {
-		trial := *out
-		trial.Groups = make([]TargetGroup, k)
-		for i, grp := range all[:k] {
-			for _, st := range []*output.Stream{&grp.Stdout, &grp.Stderr} {
-				st.Head, st.Tail, st.Truncated = "", "", st.Bytes > 0
-			}
-			trial.Groups[i] = grp
-		}
-		trial.Omitted = omitted(all[k:])
-		_, err := output.BuildResult(output.ResultSpec{Structured: &trial, What: trial.describe(command), Handle: out.Handle, Streams: trial.streams()}, budget)
-		return err == nil
-	}
-	k := max(0, sort.Search(len(all)+1, func(k int) bool { return !fits(k) })-1)
-	out.Groups, out.Omitted = all[:k], omitted(all[k:])
-}
-
 func omitted(left []TargetGroup) *OmittedGroups {
 	if len(left) == 0 {
 		return nil
@@ -538,9 +558,10 @@ func (out *SSHExecManyOutput) streams() []output.NamedStream {
 	return ns
 }
 
-// describe says in words what ran and how its targets ended.
-func (out *SSHExecManyOutput) describe(command string) string {
-	m := &out.Summary
+// describe says in words what ran (its command, redacted) and how its
+// targets ended.
+func (out *SSHExecManyOutput) describe() string {
+	m, command := &out.Summary, out.Command
 	var b strings.Builder
 	fmt.Fprintf(&b, "ssh_exec_many %q on %s: %s", output.Clip(command, 200), output.Plural(m.Targets, "target"), out.Status)
 	var parts []string
