@@ -15,7 +15,7 @@ import (
 // TestHostileFanoutAfterReload: a fan-out that runs its targets one after
 // another keeps starting them long after it was called. A person who sees
 // it and tightens the config (a rule that denies the command, a target
-// removed) must stop what has not started yet: the README promises that
+// removed) must stop what has not started yet: docs/configuration.md promises that
 // calls starting after a reload use the new rules, and each target of a
 // fan-out is an action of its own. The first target, already running,
 // finishes under the rules it started with.

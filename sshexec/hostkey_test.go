@@ -118,7 +118,7 @@ func TestHostCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sshtest.Start(t, sshtest.Options{Config: []string{"HostKey " + keyPath, "HostCertificate " + certPath}})
-	// The README documents both: a CA for one host, and for a pattern.
+	// docs/ssh.md documents both: a CA for one host, and for a pattern.
 	for _, pattern := range []string{"[127.0.0.1]:" + strconv.Itoa(s.Port), "*"} {
 		t.Run(pattern, func(t *testing.T) {
 			p := newPool(t)

@@ -16,7 +16,7 @@ import (
 
 // TestHostileSudo: what an agent that may run plain commands on a target
 // with sudo (but not any command as the login user, which could read the
-// password: README) can learn of the password or reuse of sudo's grant.
+// password: docs/ssh.md) can learn of the password or reuse of sudo's grant.
 func TestHostileSudo(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	user, password := sshtest.EnableSudo(t)

@@ -186,7 +186,7 @@ func BenchmarkMCPCancel(b *testing.B) {
 
 // BenchmarkServeMemory reports serve's resident memory: idle after start,
 // peak through one 1 GiB drain, and peak through 10 and 50 concurrent
-// drains of 20 MB each (what README's Memory paragraph states).
+// drains of 20 MB each (what docs/troubleshooting.md's Memory paragraph states).
 func BenchmarkServeMemory(b *testing.B) {
 	for b.Loop() {
 		s := startServedWith(b, servedOptions{server: "max_concurrent_actions = 64"})

@@ -81,7 +81,7 @@ type Error struct {
 }
 
 // configHelp ends every config error: what to read to fix it.
-const configHelp = "every option is described in config.example.toml and in the README (Configuration); after editing, run: actiongw check"
+const configHelp = "every option is described in config.example.toml and in docs/configuration.md; after editing, run: actiongw check"
 
 // Error gives one line per problem, "path:line: key: reason", as compilers
 // do so that editors can jump to it, then configHelp.

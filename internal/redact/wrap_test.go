@@ -27,7 +27,7 @@ type encoder struct {
 	final bool
 }
 
-// The encoders the README lists, at their default widths; wrapAt sets
+// The encoders docs/security.md lists, at their default widths; wrapAt sets
 // another width.
 var (
 	gnuBase64     = encoder{base64.StdEncoding, 76, "\n", true}
@@ -93,7 +93,7 @@ func leaks(out string, secret []byte, allowed []byte) []byte {
 }
 
 // TestWrappedBase64AnyPlace encodes a token inside longer data, at every
-// place in it, as each encoder the README lists does, wrapped at widths
+// place in it, as each encoder docs/security.md lists does, wrapped at widths
 // from 4 to 1024 columns with LF and CRLF: no 8 bytes of the token can be
 // decoded from what is left. A redactor that knew only the lines of the
 // token's own base64 at 76 and 64 columns let it through whenever it sat
