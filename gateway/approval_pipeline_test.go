@@ -14,7 +14,7 @@ import (
 
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"

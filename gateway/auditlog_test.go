@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 )
 
 // TestStartExportNotStarted: an export that is configured but cannot

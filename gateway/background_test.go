@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 func TestBackgroundSlots(t *testing.T) {

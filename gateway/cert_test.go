@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
 )

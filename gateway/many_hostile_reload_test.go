@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // TestHostileFanoutAfterReload: a fan-out that runs its targets one after

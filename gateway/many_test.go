@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // TestSSHExecMany runs the fan-out against the demo's SSH server, where the

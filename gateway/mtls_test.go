@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 	"github.com/actiongw/actiongw/secrets"
 )
 

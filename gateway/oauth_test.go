@@ -17,7 +17,7 @@ import (
 
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/redact"
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 	"github.com/actiongw/actiongw/secrets"
 )
 

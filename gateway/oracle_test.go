@@ -17,7 +17,7 @@ import (
 
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 	"github.com/actiongw/actiongw/secrets"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 

@@ -18,8 +18,8 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/actiongw/actiongw/internal/config"
-	"github.com/actiongw/actiongw/internal/sshtest"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/secrets"
 	"github.com/actiongw/actiongw/sshexec"
 )

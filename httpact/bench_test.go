@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // benchBase returns nginx's base URL if nginx is installed, else an

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 )
 
 func writeFile(t *testing.T, name string, data []byte) string {

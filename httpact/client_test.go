@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 )
 
 const testToken = "tok-3f9a61c7-SECRET"

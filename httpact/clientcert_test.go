@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 )
 
 // peers records, per request, the common name of the client certificate

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/proc"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
 )
 
 // scripted answers the n-th request (from 1) with steps[n-1], repeating the

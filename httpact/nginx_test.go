@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // nginxConf runs nginx in the foreground on the listening socket it

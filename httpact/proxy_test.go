@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/proxytest"
-	"github.com/actiongw/actiongw/internal/testenv"
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/proxytest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 )
 
 const testClientSecret = "client-secret-7be1-SECRET"

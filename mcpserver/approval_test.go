@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/actiongw/actiongw/gateway"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 func TestAnswerOf(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/proc"
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
 

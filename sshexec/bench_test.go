@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 )
 
 // BenchmarkDrain compares draining 1 GiB through sshexec with the OpenSSH

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 )
 
 // TestCertificate logs in to a real sshd that trusts a CA made with

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 )
 
 // proxy forwards TCP connections to an sshd, so a test can take the

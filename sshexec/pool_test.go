@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 )
 
 // logins counts the logins sshd accepted so far.

@@ -3,7 +3,7 @@ package sshexec
 import (
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 )
 
 func TestRunExitCodes(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 )
 
 // TestHostileSudo: what an agent that may run plain commands on a target

@@ -21,8 +21,8 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/audit"
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // roundTripClient connects a go-sdk client at 2026-07-28 that returns

@@ -16,8 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // tsSDK is the version of the TypeScript MCP SDK that .ci/run installs.

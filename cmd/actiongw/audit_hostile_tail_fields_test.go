@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 )
 
 // TestHostileAuditTailWhatRan: an agent runs an allowed, harmless-looking

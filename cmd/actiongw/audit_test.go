@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 

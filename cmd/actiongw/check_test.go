@@ -14,10 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/rsyslogtest"
-	"github.com/actiongw/actiongw/internal/sshtest"
-	"github.com/actiongw/actiongw/internal/testenv"
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/rsyslogtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 	"github.com/actiongw/actiongw/secrets"
 )
 

@@ -20,9 +20,9 @@ import (
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/output"
-	"github.com/actiongw/actiongw/internal/sshtest"
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 )
 

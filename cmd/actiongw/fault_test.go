@@ -15,8 +15,8 @@ import (
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/output"
-	"github.com/actiongw/actiongw/internal/proc"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 func TestServeFaultSSHDKilled(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/output"
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 )
 
 // TestHostileHandlesOtherClient: two MCP clients share a state directory,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 )
 
 // TestServeKilledStopsCommandWithStdin: a command given stdin must be

@@ -22,10 +22,10 @@ import (
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/output"
-	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/redact"
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 

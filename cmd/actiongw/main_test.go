@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // actiongwBinary is the command, built once per test process, for a test

@@ -18,7 +18,7 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/audit"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // fleetTarget is an [ssh.NAME] table for the test sshd with extra lines.

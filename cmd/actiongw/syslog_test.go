@@ -13,8 +13,8 @@ import (
 
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/auditexport"
-	"github.com/actiongw/actiongw/internal/rsyslogtest"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/rsyslogtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // TestServeAuditSyslog runs `actiongw serve` with its audit trail exported

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 func TestVersionString(t *testing.T) {

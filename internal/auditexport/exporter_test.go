@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/rsyslogtest"
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/testenv"
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/rsyslogtest"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 )
 
 // receiver is a syslog receiver in the test process, for the mechanics

@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/actiongw/actiongw/internal/audit"
-	"github.com/actiongw/actiongw/internal/rsyslogtest"
+	"github.com/actiongw/actiongw/internal/testkit/rsyslogtest"
 )
 
 // auditLines appends recs to a real audit log, keyed, and returns the

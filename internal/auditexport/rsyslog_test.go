@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/audit"
-	"github.com/actiongw/actiongw/internal/rsyslogtest"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/rsyslogtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // TestRsyslog sends a real audit log's records, hostile ones among them,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 )
 
 func TestCertificate(t *testing.T) {

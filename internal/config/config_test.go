@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/secrets"
 )

@@ -26,9 +26,9 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/actiongw/actiongw/internal/demo"
-	"github.com/actiongw/actiongw/internal/proc"
-	"github.com/actiongw/actiongw/internal/sshtest"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
+	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/secrets"
 )
 

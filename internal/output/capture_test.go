@@ -18,8 +18,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/actiongw/actiongw/internal/proc"
 	"github.com/actiongw/actiongw/internal/redact"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
 )
 
 func captureAll(t testing.TB, red *redact.Redactor, lim Limits, in []byte, sizes []int) Stream {

@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/actiongw/actiongw/mcpserver"
 	"github.com/actiongw/actiongw/mcpserver/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

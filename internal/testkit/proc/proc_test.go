@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/proc"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 func TestMemory(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // SudoUser is the account EnableSudo lets run anything as root with its

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/actiongw/actiongw/internal/proc"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
 )
 
 // adoptOrphans makes this process the reaper of every orphan below it, so

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/proc"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
 )
 
 // The test binary doubles as a package under test, in the mode named by

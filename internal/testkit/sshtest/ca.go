@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // CA is an OpenSSH certificate authority made by the real ssh-keygen.

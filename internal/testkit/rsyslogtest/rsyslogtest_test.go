@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

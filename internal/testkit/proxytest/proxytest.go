@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // Proxy is an HTTP proxy on loopback that a test started; it stops when the

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/testenv"
-	"github.com/actiongw/actiongw/internal/tlstest"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/tlstest"
 )
 
 // Options vary Start.

@@ -24,9 +24,9 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/actiongw/actiongw/internal/proc"
-	"github.com/actiongw/actiongw/internal/syncbuf"
-	"github.com/actiongw/actiongw/internal/testenv"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // User is the unprivileged account a root-run server logs clients in as.

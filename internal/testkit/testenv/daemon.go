@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 )
 
 // StartDaemon starts cmd, a daemon a test runs in the foreground (sshd,

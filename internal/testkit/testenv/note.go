@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/actiongw/actiongw/internal/proc"
+	"github.com/actiongw/actiongw/internal/testkit/proc"
 )
 
 // Why /dev/tty: `go test ./...` shows a passing package's output only with

@@ -20,7 +20,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/actiongw/actiongw/internal/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
 )
 
 // These are the systems where go-keyring (and so actiongw) uses the
