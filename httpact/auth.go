@@ -146,10 +146,13 @@ var authKinds = []AuthKind{
 		param:        func(a *Auth) string { return a.Param },
 		value:        func(a *Auth, _ []byte) string { return string(a.Token) },
 	},
-	// The OAuth2 kinds name no derived form: what reaches the API is the
-	// access token, which OAuth2.OnToken hands to the redactor whole
-	// before it is sent. The client secret and the refresh token go only
-	// to the token endpoint, whose answer never reaches the agent.
+	// What reaches the API of the OAuth2 kinds is the access token, which
+	// OAuth2.OnToken hands to the redactor whole before it is sent. The
+	// client secret and the refresh token go only to the token endpoint,
+	// whose answer never reaches the agent; but the token request's
+	// Basic header, base64 of the client id and secret, could be kept
+	// where the agent reads (a proxy's log on an SSH target), so it is a
+	// derived form (oauth2Derived).
 	{
 		Name: AuthOAuth2ClientCredentials, Needs: []string{"token_url", "client_id", "client_secret_secret"},
 		Optional: []string{"scopes"}, OAuth2: true,
@@ -165,8 +168,9 @@ var authKinds = []AuthKind{
 			}
 			return oauth2Controls(o)
 		},
-		header: authorization,
-		value:  bearerAccess,
+		header:  authorization,
+		value:   bearerAccess,
+		derived: oauth2Derived,
 	},
 	{
 		Name: AuthOAuth2RefreshToken, Needs: []string{"token_url", "client_id", "refresh_token_secret"},
@@ -182,8 +186,9 @@ var authKinds = []AuthKind{
 			}
 			return oauth2Controls(o)
 		},
-		header: authorization,
-		value:  bearerAccess,
+		header:  authorization,
+		value:   bearerAccess,
+		derived: oauth2Derived,
 	},
 }
 
@@ -217,6 +222,19 @@ func basicLoaded(a *Auth) string {
 func basicCredential(a *Auth) []byte {
 	cred := make([]byte, 0, len(a.User)+1+len(a.Password))
 	return append(append(append(cred, a.User...), ':'), a.Password...)
+}
+
+// oauth2Derived is the client credential of a token request as
+// golang.org/x/oauth2 sends it in a Basic header (its AuthStyleInHeader,
+// which it tries first): the client id and secret, each URL-encoded,
+// joined by ":". Without a client secret there is none.
+func oauth2Derived(a *Auth) []DerivedForm {
+	o := a.OAuth2
+	if o == nil || len(o.ClientSecret) == 0 {
+		return nil
+	}
+	cred := url.QueryEscape(o.ClientID) + ":" + url.QueryEscape(string(o.ClientSecret))
+	return []DerivedForm{{Key: "client_secret_secret", Value: []byte(cred)}}
 }
 
 func checkOAuth2(e *Endpoint) error {
