@@ -65,6 +65,11 @@ var escapees = []escapee{
 	{"ssh-agent", `eval "$(ssh-agent -s -a "$PWD/agent.sock")" >/dev/null && echo "$SSH_AGENT_PID" > pid`},
 }
 
+// loginShells are the login shells the stop tests run the wrapper in:
+// sshtest's default account (/bin/sh: dash on Debian) and bash, the
+// shell of most real targets, which handles a session's end its own way.
+var loginShells = []struct{ name, shell string }{{"sh", ""}, {"bash", "/bin/bash"}}
+
 // requireEscapees ends t unless the escapees can be made here: perl,
 // setsid and ssh-agent on the target (this machine), and prctl's number.
 func requireEscapees(t *testing.T) {
@@ -100,7 +105,13 @@ func leftBehind(t *testing.T, dir string) int {
 // escapee gone.
 func TestStopHostileEscapees(t *testing.T) {
 	requireEscapees(t)
-	s := sshtest.Start(t, sshtest.Options{})
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) { testStopHostileEscapees(t, sh.shell) })
+	}
+}
+
+func testStopHostileEscapees(t *testing.T, shell string) {
+	s := sshtest.Start(t, sshtest.Options{Shell: shell})
 	p := newPool(t)
 	for _, stop := range []struct {
 		name string
@@ -172,7 +183,13 @@ func TestStopHostileEscapees(t *testing.T) {
 // the escapees must be gone, stopped by the remote side alone.
 func TestDeadManHostileEscapees(t *testing.T) {
 	requireEscapees(t)
-	s := sshtest.Start(t, sshtest.Options{})
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) { testDeadManHostileEscapees(t, sh.shell) })
+	}
+}
+
+func testDeadManHostileEscapees(t *testing.T, shell string) {
+	s := sshtest.Start(t, sshtest.Options{Shell: shell})
 	for _, loss := range clientLosses {
 		for _, pty := range []bool{false, true} {
 			name := loss.name
@@ -218,6 +235,12 @@ func TestDeadManHostileEscapees(t *testing.T) {
 // directory, the stdin FIFO).
 func TestSudoHostileEscapees(t *testing.T) {
 	requireEscapees(t)
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) { testSudoHostileEscapees(t, sh.shell) })
+	}
+}
+
+func testSudoHostileEscapees(t *testing.T, shell string) {
 	tmp, err := os.MkdirTemp("", "actiongw-sudo-tmp-")
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +251,7 @@ func TestSudoHostileEscapees(t *testing.T) {
 	}
 	// The login's TMPDIR, where the wrapper and sudo's askpass put theirs.
 	s := sshtest.Start(t, sshtest.Options{Config: []string{"SetEnv TMPDIR=" + tmp}})
-	user, password := sshtest.EnableSudo(t)
+	user, password := sshtest.EnableSudoShell(t, shell)
 	p := newPool(t)
 	tg := target(s)
 	tg.User = user
