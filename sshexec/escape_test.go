@@ -65,11 +65,6 @@ var escapees = []escapee{
 	{"ssh-agent", `eval "$(ssh-agent -s -a "$PWD/agent.sock")" >/dev/null && echo "$SSH_AGENT_PID" > pid`},
 }
 
-// loginShells are the login shells the stop tests run the wrapper in:
-// sshtest's default account (/bin/sh: dash on Debian) and bash, the
-// shell of most real targets, which handles a session's end its own way.
-var loginShells = []struct{ name, shell string }{{"sh", ""}, {"bash", "/bin/bash"}}
-
 // requireEscapees ends t unless the escapees can be made here: perl,
 // setsid and ssh-agent on the target (this machine), and prctl's number.
 func requireEscapees(t *testing.T) {
