@@ -178,6 +178,11 @@ func startRemote(t *testing.T, p *Pool, tg *Target, dir string, req Request) (in
 	return sshtest.ReadPID(t, filepath.Join(dir, "pid"), 20*time.Second), done
 }
 
+// loginShells are the login shells the stop tests run the wrapper in:
+// sshtest's default account (/bin/sh: dash on Debian) and bash, the
+// shell of most real targets, which handles a session's end its own way.
+var loginShells = []struct{ name, shell string }{{"sh", ""}, {"bash", "/bin/bash"}}
+
 // clientLosses are the ways the network takes a client away: closing
 // its connection, or cutting it (nothing arrives and nothing closes).
 var clientLosses = []struct {
@@ -189,21 +194,30 @@ var clientLosses = []struct {
 }
 
 // TestDeadManSwitch takes the network away from a client while a silent
-// and a noisy command run, one that leaves more stdin unread than a pipe
-// holds, and one whose call sets IFS to the digits (which, set before the
-// watcher started, split its pids apart, so that its kills killed
-// nothing) and which leaves a process outside its group, in both ways it
-// can go, with the client unable to reconnect: only the remote side can
-// stop the commands, and it must, within its heartbeat deadline.
+// and a noisy command run (the noisy one, which a closed session ends with
+// a PIPE, leaves a process outside its group), one that leaves more stdin
+// unread than a pipe holds, and one whose call sets IFS to the digits
+// (which, set before the watcher started, split its pids apart, so that
+// its kills killed nothing) and which leaves a process outside its group,
+// in both ways it can go, with the client unable to reconnect, under each
+// login shell: only the remote side can stop the commands, and it must,
+// within its heartbeat deadline.
 func TestDeadManSwitch(t *testing.T) {
-	s := sshtest.Start(t, sshtest.Options{})
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) { testDeadManSwitch(t, sh.shell) })
+	}
+}
+
+func testDeadManSwitch(t *testing.T, shell string) {
+	s := sshtest.Start(t, sshtest.Options{Shell: shell})
 	for _, tc := range clientLosses {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t)
 			tg, px := viaProxy(t, s)
 			silentDir, noisyDir, unreadDir, ifsDir := s.UserDir(t), s.UserDir(t), s.UserDir(t), s.UserDir(t)
 			silent, silentDone := startRemote(t, p, tg, silentDir, Request{Command: `echo "$$" > pid; sleep 1000`})
-			noisy, noisyDone := startRemote(t, p, tg, noisyDir, Request{Command: `echo "$$" > pid; while :; do echo noise; done`})
+			noisy, noisyDone := startRemote(t, p, tg, noisyDir, Request{Command: `setsid sleep 1000 & echo "$!" > escapee; echo "$$" > pid; while :; do echo noise; done`})
+			noisyEscapee := sshtest.ReadPID(t, filepath.Join(noisyDir, "escapee"), 20*time.Second)
 			unread, unreadDone := startRemote(t, p, tg, unreadDir, Request{Command: `echo "$$" > pid; exec sleep 1000`, Stdin: bytes.Repeat([]byte("x"), 1<<20)})
 			ifs, ifsDone := startRemote(t, p, tg, ifsDir, Request{Env: map[string]string{"IFS": "0123456789"},
 				Command: `setsid sleep 1000 & echo "$!" > escapee; echo "$$" > pid; sleep 1000`})
@@ -214,7 +228,7 @@ func TestDeadManSwitch(t *testing.T) {
 			for _, d := range []<-chan error{silentDone, noisyDone, unreadDone, ifsDone} {
 				<-d
 			}
-			for name, pid := range map[string]int{"silent": silent, "noisy": noisy, "stdin unread": unread, "IFS of digits": ifs, "IFS's escapee": escapee} {
+			for name, pid := range map[string]int{"silent": silent, "noisy": noisy, "noisy's escapee": noisyEscapee, "stdin unread": unread, "IFS of digits": ifs, "IFS's escapee": escapee} {
 				if !sshtest.WaitGone(pid, 30*time.Second) {
 					t.Errorf("%s command %d still runs on the target after the client lost it", name, pid)
 				}

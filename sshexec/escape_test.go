@@ -100,7 +100,13 @@ func leftBehind(t *testing.T, dir string) int {
 // escapee gone.
 func TestStopHostileEscapees(t *testing.T) {
 	requireEscapees(t)
-	s := sshtest.Start(t, sshtest.Options{})
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) { testStopHostileEscapees(t, sh.shell) })
+	}
+}
+
+func testStopHostileEscapees(t *testing.T, shell string) {
+	s := sshtest.Start(t, sshtest.Options{Shell: shell})
 	p := newPool(t)
 	for _, stop := range []struct {
 		name string
@@ -172,7 +178,13 @@ func TestStopHostileEscapees(t *testing.T) {
 // the escapees must be gone, stopped by the remote side alone.
 func TestDeadManHostileEscapees(t *testing.T) {
 	requireEscapees(t)
-	s := sshtest.Start(t, sshtest.Options{})
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) { testDeadManHostileEscapees(t, sh.shell) })
+	}
+}
+
+func testDeadManHostileEscapees(t *testing.T, shell string) {
+	s := sshtest.Start(t, sshtest.Options{Shell: shell})
 	for _, loss := range clientLosses {
 		for _, pty := range []bool{false, true} {
 			name := loss.name
@@ -218,6 +230,12 @@ func TestDeadManHostileEscapees(t *testing.T) {
 // directory, the stdin FIFO).
 func TestSudoHostileEscapees(t *testing.T) {
 	requireEscapees(t)
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) { testSudoHostileEscapees(t, sh.shell) })
+	}
+}
+
+func testSudoHostileEscapees(t *testing.T, shell string) {
 	tmp, err := os.MkdirTemp("", "actiongw-sudo-tmp-")
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +246,7 @@ func TestSudoHostileEscapees(t *testing.T) {
 	}
 	// The login's TMPDIR, where the wrapper and sudo's askpass put theirs.
 	s := sshtest.Start(t, sshtest.Options{Config: []string{"SetEnv TMPDIR=" + tmp}})
-	user, password := sshtest.EnableSudo(t)
+	user, password := sshtest.EnableSudoShell(t, shell)
 	p := newPool(t)
 	tg := target(s)
 	tg.User = user

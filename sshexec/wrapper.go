@@ -333,6 +333,17 @@ const subLine = `command -v perl >/dev/null 2>&1 && exec perl -e @SUP@ @G@ @ID@ 
 // supervisor makes it one, so that $$ is the group as it is without it,
 // and a KILL to the group leaves the supervisor alone), or on a terminal,
 // where job control keeps it in the session's, the supervisor's.
+//
+// The EXIT trap disarms the switch only when the command ends by itself:
+// bash, unlike dash and busybox, runs it also when a signal ends the shell
+// (the TERM of a stop, the watcher's own, a PIPE once the session is
+// gone), and it killed the watcher then, in the middle of its stop, or
+// before a stop that it alone could finish (a lost client under sudo). So
+// each signal that would end the shell is trapped, to say so (__agw_k) and
+// send itself again with the trap removed: the shell ends by it, as
+// before, and only later, when a foreground process holds it, since a trap
+// waits for that process to end (it gets the same signal: it is in the
+// command's group).
 const wrapperBody = `__agw_sub=$1 __agw_cmd=$2; set --
 @ARM@
 __agw_g=$$ __agw_pg=$$; [ "$__agw_sub" = 1 ] && __agw_g=$PPID
@@ -391,7 +402,9 @@ set --
 		[ "$__agw_sub" = 1 ] || kill -KILL -$__agw_pg 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	__agw_w=$!
-	trap 'kill -KILL "$__agw_w" 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
+	trap '[ -n "$__agw_k" ] || kill -KILL "$__agw_w" 2>/dev/null; [ -p "$__agw_f" ] && rm -f "$__agw_f"' EXIT
+	for __agw_k in HUP INT QUIT PIPE TERM; do trap "__agw_k=1; trap - $__agw_k; kill -$__agw_k \"\$\$\"" $__agw_k; done
+	__agw_k=
 fi
 printf '\036actiongw-pgid %d armed=%s sub=%s start=%s group=%s\n' "$__agw_g" "$__agw_a" "$__agw_sub" "$__agw_st" "$__agw_pg" >&2
 @PRE@ACTIONGW_RUN=@ID@; export ACTIONGW_RUN

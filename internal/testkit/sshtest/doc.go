@@ -11,6 +11,9 @@
 //     account, it logs in root, for which OpenSSH refuses "signal"
 //     requests (see Server.Signals).
 //
+// With Options.Shell, sshd logs in an account whose login shell is that
+// shell (ShellUser), created the same way; it needs root.
+//
 // Without sshd, or on a system that is not Unix, Start ends the test with
 // testenv.Missing: skipped on a newcomer's machine, failed under CI.
 package sshtest

@@ -51,7 +51,18 @@ type Options struct {
 	// CA.PublicKey) whose user certificates sshd accepts
 	// (sshd_config TrustedUserCAKeys); nil trusts no CA.
 	TrustedUserCAKeys []byte
+	// Shell is the login shell (an absolute path, such as /bin/bash) of
+	// the account sshd logs clients in as: ShellUser(Shell), created as
+	// User is. It needs root; without it, or without the account outside
+	// CI, Start ends the test with testenv.Missing. Empty logs in as
+	// described in the package doc (User, whose shell is /bin/sh).
+	Shell string
 }
+
+// ShellUser is the account a server with Options.Shell set to shell logs
+// in: "actiongw-sh-" and the shell's file name, an account of its own
+// for each shell, so that no test changes the shell of another's.
+func ShellUser(shell string) string { return "actiongw-sh-" + filepath.Base(shell) }
 
 // Server is a running sshd. Its fields are read-only.
 type Server struct {
@@ -117,10 +128,16 @@ func sshdPath(t testing.TB) string {
 	return ""
 }
 
-// loginUser decides whom sshd logs in (see the package doc) and whether
-// it delivers signals there.
-func loginUser(t testing.TB) (name string, signals bool) {
+// loginUser decides whom sshd logs in (see the package doc and
+// Options.Shell) and whether it delivers signals there.
+func loginUser(t testing.TB, shell string) (name string, signals bool) {
 	t.Helper()
+	if shell != "" {
+		testenv.Root(t, "a login shell of the test's choosing is an account's, which only root can create")
+		name = ShellUser(shell)
+		ensureUser(t, name, shell)
+		return name, true
+	}
 	if os.Geteuid() != 0 {
 		u, err := user.Current()
 		if err != nil {
@@ -140,7 +157,7 @@ func loginUser(t testing.TB) (name string, signals bool) {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	sshd := sshdPath(t)
-	login, signals := loginUser(t)
+	login, signals := loginUser(t, opts.Shell)
 	if os.Geteuid() == 0 {
 		// The privilege separation directory, which only a root sshd needs.
 		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
@@ -450,8 +467,14 @@ func marshalKey(t testing.TB, priv any) ([]byte, ssh.Signer) {
 	return pemBytes, signer
 }
 
-// accountHow says how to get a missing account.
+// accountHow says how to get a missing account (of shell /bin/sh, or
+// another: see shellHow).
 const accountHow = "the tests create it only as root under CI: run `bash .ci/run` as root, or create it yourself with useradd --create-home --shell /bin/sh"
+
+// shellHow is accountHow for an account whose login shell is shell.
+func shellHow(shell string) string {
+	return strings.Replace(accountHow, "--shell /bin/sh", "--shell "+shell, 1)
+}
 
 var userMu sync.Mutex
 
@@ -463,16 +486,42 @@ var userMu sync.Mutex
 // on a CI machine.
 func EnsureUser(t testing.TB, name string) {
 	t.Helper()
-	if _, err := user.Lookup(name); err != nil && (os.Geteuid() != 0 || !testenv.CI()) {
-		testenv.Missing(t, "the account "+name, accountHow)
+	ensureUser(t, name, "")
+}
+
+// ensureUser is EnsureUser for an account whose login shell is shell; ""
+// creates it with /bin/sh and keeps the shell of one that exists. A shell
+// that is not there ends t with testenv.Missing, and so does an account
+// with another shell, except as root under CI, where usermod changes it.
+func ensureUser(t testing.TB, name, shell string) {
+	t.Helper()
+	create := shell
+	if shell == "" {
+		create = "/bin/sh"
+	} else if _, err := os.Stat(shell); err != nil {
+		testenv.Missing(t, "the shell "+shell, "install it (apt-get install "+filepath.Base(shell)+"), "+testenv.Setup)
+	}
+	mayChange := os.Geteuid() == 0 && testenv.CI()
+	if _, err := user.Lookup(name); err != nil && !mayChange {
+		testenv.Missing(t, "the account "+name, shellHow(create))
+	}
+	if shell != "" && !mayChange {
+		if got := loginShell(name); got != shell {
+			testenv.Missing(t, "the account "+name+" with the login shell "+shell+" (it has "+got+")", "usermod --shell "+shell+" "+name+", "+testenv.Setup)
+		}
 	}
 	userMu.Lock()
 	defer userMu.Unlock()
 	if _, err := user.Lookup(name); err != nil {
-		out, err := exec.Command(testenv.Command(t, "useradd", "passwd"), "--create-home", "--shell", "/bin/sh", name).CombinedOutput()
+		out, err := exec.Command(testenv.Command(t, "useradd", "passwd"), "--create-home", "--shell", create, name).CombinedOutput()
 		// Another test process may have created it in the meantime.
 		if err != nil && !strings.Contains(string(out), "already exists") {
 			t.Fatalf("useradd %s: %v: %s", name, err, out)
+		}
+	}
+	if shell != "" && loginShell(name) != shell {
+		if out, err := exec.Command(testenv.Command(t, "usermod", "passwd"), "--shell", shell, name).CombinedOutput(); err != nil {
+			t.Fatalf("usermod --shell %s %s: %v: %s", shell, name, err, out)
 		}
 	}
 	if shadowLocked(name) {
@@ -480,6 +529,21 @@ func EnsureUser(t testing.TB, name string) {
 			t.Fatalf("usermod -p '*' %s: %v: %s", name, err, out)
 		}
 	}
+}
+
+// loginShell is name's login shell in /etc/passwd, "" when it has no line
+// there.
+func loginShell(name string) string {
+	data, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if f := strings.Split(line, ":"); len(f) == 7 && f[0] == name {
+			return f[6]
+		}
+	}
+	return ""
 }
 
 func shadowLocked(name string) bool {

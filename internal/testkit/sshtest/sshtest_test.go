@@ -140,3 +140,19 @@ func TestSignals(t *testing.T) {
 		t.Errorf("process %d still runs (signal request accepted: %v)", pid, ok)
 	}
 }
+
+// TestServerShell: with Options.Shell, sshd logs in ShellUser's account,
+// whose login shell runs the command.
+func TestServerShell(t *testing.T) {
+	s := Start(t, Options{Shell: "/bin/bash"})
+	if s.User != ShellUser("/bin/bash") {
+		t.Errorf("User: got %q; want %q", s.User, ShellUser("/bin/bash"))
+	}
+	out, err := login(t, s, s.User, `printf '%s\n' "$BASH_VERSION" "$SHELL"`)
+	if err != nil {
+		t.Fatalf("ssh: %v: %s", err, out)
+	}
+	if f := strings.Fields(out); len(f) != 2 || f[1] != "/bin/bash" {
+		t.Errorf("the login shell: got %q; want bash's version and /bin/bash", out)
+	}
+}

@@ -23,7 +23,8 @@ import (
 const SudoUser = "actiongw-sudo"
 
 // sudoPasswordFile keeps SudoUser's password for every test process of a
-// run (the packages' tests run in parallel); only root reads it.
+// run (the packages' tests run in parallel); only root reads it. Another
+// shell's account keeps its own, in this name and "-" and the account's.
 const sudoPasswordFile = "/run/actiongw-test-sudo-password"
 
 // EnableSudo makes SudoUser able to run any command as root with sudo,
@@ -32,9 +33,22 @@ const sudoPasswordFile = "/run/actiongw-test-sudo-password"
 // EnsureUser); without them it ends t with testenv.Missing.
 func EnableSudo(t testing.TB) (string, []byte) {
 	t.Helper()
-	testenv.Root(t, "sudo tests: a sudoers rule and a password for "+SudoUser)
+	return EnableSudoShell(t, "")
+}
+
+// EnableSudoShell is EnableSudo for an account whose login shell is shell
+// (see Options.Shell): "actiongw-sudo-" and the shell's file name, or
+// SudoUser for "".
+func EnableSudoShell(t testing.TB, shell string) (string, []byte) {
+	t.Helper()
+	testenv.Root(t, "sudo tests: a sudoers rule and a password for a test account")
 	testenv.Command(t, "sudo", "sudo")
-	EnsureUser(t, SudoUser)
+	name, rules, pwFile := SudoUser, "/etc/sudoers.d/actiongw-test", sudoPasswordFile
+	if shell != "" {
+		name = "actiongw-sudo-" + filepath.Base(shell)
+		rules, pwFile = rules+"-"+filepath.Base(shell), pwFile+"-"+name
+	}
+	ensureUser(t, name, shell)
 	userMu.Lock()
 	defer userMu.Unlock()
 	f, err := os.OpenFile(sudoPasswordFile+".lock", os.O_CREATE|os.O_RDWR, 0o600)
@@ -45,25 +59,25 @@ func EnableSudo(t testing.TB) (string, []byte) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-	rule := fmt.Sprintf("Defaults:%s lecture=never\n%s ALL=(ALL:ALL) ALL\n", SudoUser, SudoUser)
-	if err := os.WriteFile("/etc/sudoers.d/actiongw-test", []byte(rule), 0o440); err != nil {
+	rule := fmt.Sprintf("Defaults:%s lecture=never\n%s ALL=(ALL:ALL) ALL\n", name, name)
+	if err := os.WriteFile(rules, []byte(rule), 0o440); err != nil {
 		t.Fatal(err)
 	}
-	if pw, err := os.ReadFile(sudoPasswordFile); err == nil && len(pw) > 0 {
-		return SudoUser, pw
+	if pw, err := os.ReadFile(pwFile); err == nil && len(pw) > 0 {
+		return name, pw
 	}
 	b := make([]byte, 12)
 	rand.Read(b)
 	pw := []byte(hex.EncodeToString(b))
 	cmd := exec.Command(testenv.Command(t, "chpasswd", "passwd"))
-	cmd.Stdin = strings.NewReader(SudoUser + ":" + string(pw) + "\n")
+	cmd.Stdin = strings.NewReader(name + ":" + string(pw) + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chpasswd: %v: %s", err, out)
 	}
-	if err := os.WriteFile(sudoPasswordFile, pw, 0o600); err != nil {
+	if err := os.WriteFile(pwFile, pw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return SudoUser, pw
+	return name, pw
 }
 
 // ProcsHolding lists the processes of this machine whose arguments or
