@@ -4,9 +4,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -146,4 +148,94 @@ func TestFeedWatcher(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("stale socket of a dead process: %v; want removed", err)
 	}
+}
+
+// outputOf collects the output pieces of handle's stream until its
+// action ends, checking that they follow one another, and returns them
+// joined, after the pieces seen before.
+func (wd *watched) outputOf(t testing.TB, handle, stream, before string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(before)
+	wd.until(t, "the action's end", func(ev feed.Event) bool {
+		if o := ev.Output; o != nil && o.Handle == handle && o.Stream == stream {
+			if o.Offset != int64(b.Len()) {
+				t.Errorf("piece at offset %d; want %d (no gap at this rate)", o.Offset, b.Len())
+			}
+			b.WriteString(o.Data)
+		}
+		return ev.Action != nil && ev.Action.Handle == handle && !ev.Action.Ended.IsZero()
+	})
+	return b.String()
+}
+
+func TestFeedOutputAndStop(t *testing.T) {
+	s := startServedWith(t, servedOptions{})
+	wd := watch(t, s.state)
+	serve := wd.snapshotUntil(t, "the serve", func(s feed.Snapshot) bool { return len(s.Serves) == 1 }).Serves[0].ID
+
+	t.Run("output as it arrives", func(t *testing.T) {
+		command := "for i in 1 2 3 4 5; do echo line $i; echo err $i >&2; sleep 0.2; done"
+		h := s.startBackground(t, "box", command)
+		// The first line shows while the action runs.
+		first := wd.until(t, "the first line", func(ev feed.Event) bool {
+			return ev.Output != nil && ev.Output.Handle == h && ev.Output.Stream == "stdout"
+		}).Output
+		if first.Offset != 0 || !strings.HasPrefix(first.Data, "line 1\n") {
+			t.Fatalf("first piece: %+v; want line 1 at offset 0", first)
+		}
+		if a := findAction(wd.w.Snapshot(), h); a == nil || a.Status != "running" || !a.Background {
+			t.Errorf("while it runs: %+v; want running, in the background", a)
+		}
+		if got, want := wd.outputOf(t, h, "stdout", first.Data), string(localOutput(t, "for i in 1 2 3 4 5; do echo line $i; done")); got != want {
+			t.Errorf("stdout in the feed: %q; want %q", got, want)
+		}
+		if a := findAction(wd.w.Snapshot(), h); a == nil || a.Status != "exited" || a.Ended.IsZero() {
+			t.Errorf("ended: %+v", a)
+		}
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		h := s.startBackground(t, "box", "sleep 120")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := wd.w.Stop(ctx, serve, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != "cancelled" || !res.RemoteStopped || !strings.Contains(res.Reason, "console") {
+			t.Errorf("stop: %+v; want cancelled, remote_stopped, the reason naming the console", res)
+		}
+		ev := wd.until(t, "the stopped action's end", func(ev feed.Event) bool {
+			return ev.Action != nil && ev.Action.Handle == h && !ev.Action.Ended.IsZero()
+		})
+		if a := ev.Action; a.RemoteStopped == nil || !*a.RemoteStopped || a.StopReason != res.Reason {
+			t.Errorf("ended: %+v; want remote_stopped and the reason %q", a, res.Reason)
+		}
+		// The agent sees the same end.
+		if out := s.finalStatus(t, h); out.Status != "cancelled" || out.RemoteStopped == nil || !*out.RemoteStopped {
+			t.Errorf("action_status after the console's stop: %+v", out)
+		}
+		// Stopped again: it had ended, nothing is stopped.
+		again, err := wd.w.Stop(ctx, serve, h)
+		if err != nil || again.Status != "cancelled" || !strings.Contains(again.Reason, "already ended") {
+			t.Errorf("stop again: %+v, %v", again, err)
+		}
+		var re *feed.RequestError
+		if _, err := wd.w.Stop(ctx, serve, "no-such-handle"); !errors.As(err, &re) {
+			t.Errorf("stop of an unknown handle: %v; want a *feed.RequestError", err)
+		}
+		if _, err := wd.w.Stop(ctx, "123.456", h); !errors.Is(err, feed.ErrServeGone) {
+			t.Errorf("stop at an unknown serve: %v; want ErrServeGone", err)
+		}
+	})
+}
+
+func findAction(s feed.Snapshot, handle string) *feed.Action {
+	for i := range s.Actions {
+		if s.Actions[i].Handle == handle {
+			return &s.Actions[i]
+		}
+	}
+	return nil
 }
