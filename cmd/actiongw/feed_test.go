@@ -5,13 +5,17 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/internal/feed"
 )
@@ -238,4 +242,150 @@ func findAction(s feed.Snapshot, handle string) *feed.Action {
 		}
 	}
 	return nil
+}
+
+// consoleCall runs an ssh_exec on the target with command through call in
+// the background, and returns where its result will arrive.
+func consoleCall(call func(string, map[string]any) *mcp.CallToolResult, target, command string) <-chan *mcp.CallToolResult {
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() { done <- call("ssh_exec", map[string]any{"target": target, "command": command}) }()
+	return done
+}
+
+// question waits for the question whose text holds what.
+func (wd *watched) question(t testing.TB, what string) feed.Question {
+	t.Helper()
+	return *wd.until(t, "the question about "+what, func(ev feed.Event) bool {
+		return ev.Question != nil && strings.Contains(ev.Question.Text, what)
+	}).Question
+}
+
+// withVia writes a copy of s's config whose [approval] via is via.
+func withVia(t *testing.T, s *served, via string) string {
+	b, err := os.ReadFile(s.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), `via = "console"`, fmt.Sprintf("via = %q", via), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestFeedApprovals(t *testing.T) {
+	s := startApprovals(t, `via = "console"`)
+	wd := watch(t, s.state)
+	serve := wd.snapshotUntil(t, "the serve", func(s feed.Snapshot) bool { return len(s.Serves) == 1 }).Serves[0].ID
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// s.client declares no elicitation: with via console it is never asked.
+	call := func(tool string, args map[string]any) *mcp.CallToolResult { return s.call(t, tool, args) }
+
+	t.Run("approved in the console", func(t *testing.T) {
+		var mu sync.Mutex
+		var progress []string
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			r, err := s.client.CallTool(context.Background(), "ssh_exec", map[string]any{"target": "always", "command": "echo console-approved"},
+				func(p mcp.ProgressNotificationParams) {
+					mu.Lock()
+					progress = append(progress, p.Message)
+					mu.Unlock()
+				})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		q := wd.question(t, "echo console-approved")
+		if q.Serve != serve || q.Asked != "command" || q.Tool != "ssh_exec" || q.Target != "always" || q.Remember != 10*time.Minute || q.Expires.Sub(q.AskedAt) > 2*time.Minute+time.Second {
+			t.Errorf("question: %+v", q)
+		}
+		if got := wd.w.Snapshot().Questions; len(got) != 1 || got[0].ID != q.ID {
+			t.Errorf("questions waiting: %+v; want this one", got)
+		}
+		// An answer the question does not offer is refused; the right
+		// one is taken once.
+		if err := wd.w.Answer(ctx, serve, q.ID, "maybe"); err == nil {
+			t.Error("answer maybe: taken")
+		}
+		if err := wd.w.Answer(ctx, serve, q.ID, feed.Approve); err != nil {
+			t.Fatal(err)
+		}
+		var re *feed.RequestError
+		if err := wd.w.Answer(ctx, serve, q.ID, feed.Approve); !errors.As(err, &re) {
+			t.Errorf("second answer: %v; want a *feed.RequestError", err)
+		}
+		wd.until(t, "the question gone", func(ev feed.Event) bool { return ev.QuestionGone == q.ID })
+		r := <-done
+		if r == nil || r.IsError || !strings.Contains(resultText(r), "console-approved") {
+			t.Fatalf("approved in the console: %v", r)
+		}
+		mu.Lock()
+		if len(progress) == 0 || !strings.Contains(progress[0], "in the console") {
+			t.Errorf("progress while it waited: %q; want it to say it waits for the person in the console", progress)
+		}
+		mu.Unlock()
+		in := intentOf(t, s.state, "echo console-approved")
+		if len(in.Approvals) != 1 || in.Approvals[0].Answer != "approve" || in.Approvals[0].Via != "console" {
+			t.Errorf("intent: %+v; want approved via console", in.Approvals)
+		}
+	})
+
+	t.Run("declined in the console", func(t *testing.T) {
+		cmd := fmt.Sprintf("touch %s/console-declined", s.userDir)
+		done := consoleCall(call, "always", cmd)
+		q := wd.question(t, cmd)
+		if err := wd.w.Answer(ctx, serve, q.ID, feed.Deny); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if !r.IsError || !strings.Contains(resultText(r), "the person at the console declined it") {
+			t.Errorf("declined: %s", resultText(r))
+		}
+		if _, err := os.Stat(filepath.Join(s.userDir, "console-declined")); err == nil {
+			t.Error("the declined command ran")
+		}
+		in := intentOf(t, s.state, cmd)
+		if len(in.Approvals) != 1 || in.Approvals[0].Answer != "decline" || in.Approvals[0].Via != "console" || in.Decision != "deny" {
+			t.Errorf("intent: %+v; want declined via console", in)
+		}
+		if out := outcomeOfHandle(t, s.state, in); out.Status != "denied" {
+			t.Errorf("outcome: %+v; want denied", out)
+		}
+	})
+
+	t.Run("either", func(t *testing.T) {
+		cfg := withVia(t, s, "either")
+		p := newPerson()
+		either := hostClient(t, s, cfg, p)
+		// The console answers first: the client's question is withdrawn.
+		p.answers <- nil
+		done := consoleCall(either, "always", "echo either-console")
+		q := wd.question(t, "echo either-console")
+		if err := wd.w.Answer(ctx, q.Serve, q.ID, feed.Approve); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-done; r.IsError {
+			t.Fatalf("either, the console answering: %s", resultText(r))
+		}
+		if n, _ := p.questions(); n != 1 {
+			t.Errorf("the client was asked %d questions; want 1", n)
+		}
+		if in := intentOf(t, s.state, "echo either-console"); len(in.Approvals) != 1 || in.Approvals[0].Via != "console" {
+			t.Errorf("intent: %+v; want via console", in.Approvals)
+		}
+		// The client answers first: the console's question goes.
+		p.answers <- decided("approve")
+		done = consoleCall(either, "always", "echo either-client")
+		q = wd.question(t, "echo either-client")
+		wd.until(t, "the console's question withdrawn", func(ev feed.Event) bool { return ev.QuestionGone == q.ID })
+		if r := <-done; r.IsError {
+			t.Fatalf("either, the client answering: %s", resultText(r))
+		}
+		if in := intentOf(t, s.state, "echo either-client"); len(in.Approvals) != 1 || in.Approvals[0].Via != "client" || in.Approvals[0].Answer != "approve" {
+			t.Errorf("intent: %+v; want approved via client", in.Approvals)
+		}
+	})
 }
