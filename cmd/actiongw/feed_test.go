@@ -356,6 +356,23 @@ func TestFeedApprovals(t *testing.T) {
 		}
 	})
 
+	t.Run("markup and escapes in the question", func(t *testing.T) {
+		cmd := "echo '<img src=x onerror=alert(1)><script>alert(2)</script>' \x1b[2J \u202e"
+		done := consoleCall(call, "always", cmd)
+		q := wd.question(t, "<img src=x onerror=alert(1)><script>alert(2)</script>")
+		// The text elicitation shows: the command quoted, its escapes
+		// written out, nothing of it interpreted on this side.
+		if !strings.Contains(q.Text, `\x1b[2J \u202e`) || strings.ContainsAny(q.Text, "\x1b\u202e") {
+			t.Errorf("question text %q; want the markup verbatim and the escapes quoted", q.Text)
+		}
+		if err := wd.w.Answer(ctx, serve, q.ID, feed.Deny); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-done; !r.IsError {
+			t.Errorf("declined: %s", resultText(r))
+		}
+	})
+
 	t.Run("either", func(t *testing.T) {
 		cfg := withVia(t, s, "either")
 		p := newPerson()

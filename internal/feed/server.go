@@ -509,7 +509,8 @@ func (c *conn) readLoop() {
 		var req request
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err == nil {
+		err = dec.Decode(&req)
+		if err == nil {
 			err = req.check()
 		}
 		if err != nil {
