@@ -188,4 +188,3 @@ func vmKB(t *testing.T, pid int, field string) int {
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
-
