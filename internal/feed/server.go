@@ -43,13 +43,15 @@ const (
 )
 
 // Output goes out at most every outputEvery, per stream at most
-// outputWindow bytes, the last that arrived: a stream faster than that is
-// sent in pieces with gaps (an Output whose Offset is past the end of the
-// last), not queued, so that following it costs the serve little however
-// fast it comes.
+// outputWindow bytes: the first that arrived since the last time, and the
+// last tailWindow. A stream faster than that is sent in pieces with gaps
+// (an Output whose Offset is past the end of the last), not queued, and
+// the bytes in a gap are not even copied: following a stream costs the
+// serve little however fast it comes (BenchmarkMCPSSHDrain).
 const (
 	outputEvery  = 50 * time.Millisecond
 	outputWindow = 32 << 10
+	tailWindow   = 4 << 10
 )
 
 // Server is one serve's end of the feed: its socket, the consoles
@@ -82,10 +84,36 @@ type Server struct {
 
 type outKey struct{ handle, stream string }
 
-// pendingOut is a stream's output not sent yet: buf, from offset off.
+// pendingOut is a stream's output not sent yet: head, from offset off,
+// and, once head is full, the last bytes that came after it: tail, from
+// tailOff.
 type pendingOut struct {
-	off int64
-	buf []byte
+	off     int64
+	head    []byte
+	tailOff int64
+	tail    []byte
+}
+
+// add keeps what it keeps of p, at offset.
+func (po *pendingOut) add(offset int64, p []byte) {
+	if len(po.tail) == 0 && offset == po.off+int64(len(po.head)) {
+		n := min(len(p), outputWindow-tailWindow-len(po.head))
+		po.head = append(po.head, p[:n]...)
+		p, offset = p[n:], offset+int64(n)
+	}
+	if len(p) == 0 {
+		return
+	}
+	if len(p) >= tailWindow || po.tailOff+int64(len(po.tail)) != offset {
+		cut := max(0, len(p)-tailWindow)
+		po.tailOff, po.tail = offset+int64(cut), append(po.tail[:0], p[cut:]...)
+		return
+	}
+	po.tail = append(po.tail, p...)
+	if over := len(po.tail) - tailWindow; over > 0 {
+		po.tailOff += int64(over)
+		po.tail = po.tail[:copy(po.tail, po.tail[over:])]
+	}
 }
 
 type question struct {
@@ -199,20 +227,7 @@ func (s *Server) Output(handle, stream string, offset int64, p []byte) {
 		po = &pendingOut{off: offset}
 		s.pending[k] = po
 	}
-	if end := po.off + int64(len(po.buf)); end != offset {
-		// A piece arrived while no console was connected: start afresh.
-		po.off, po.buf = offset, po.buf[:0]
-	}
-	if len(p) >= outputWindow {
-		cut := len(p) - outputWindow
-		po.off, po.buf = offset+int64(cut), append(po.buf[:0], p[cut:]...)
-	} else {
-		po.buf = append(po.buf, p...)
-		if over := len(po.buf) - outputWindow; over > 0 {
-			po.off += int64(over)
-			po.buf = po.buf[:copy(po.buf, po.buf[over:])]
-		}
-	}
+	po.add(offset, p)
 	s.outMu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
@@ -250,27 +265,40 @@ func (s *Server) flushOutput(handle string) {
 		if handle != "" && k.handle != handle {
 			continue
 		}
-		b := po.buf
-		// A piece starts at a character (the window's start may not).
-		for len(b) > 0 && !utf8.RuneStart(b[0]) {
-			b = b[1:]
+		final := handle != ""
+		if len(po.tail) == 0 {
+			po.off, po.head = s.sendOutput(k, po.off, po.head, final)
+		} else {
+			// The gap after head: its last partial character goes too.
+			s.sendOutput(k, po.off, po.head, true)
+			po.off, po.head = s.sendOutput(k, po.tailOff, po.tail, final)
+			po.tail = po.tail[:0]
 		}
-		skipped := len(po.buf) - len(b)
-		n := len(b)
-		if handle == "" {
-			n = wholeChars(b)
-		}
-		if n > 0 {
-			s.publish(Event{Output: &Output{Serve: s.serve.ID, Handle: k.handle, Stream: k.stream,
-				Offset: po.off + int64(skipped), Data: string(b[:n])}})
-		}
-		used := skipped + n
-		po.off += int64(used)
-		po.buf = po.buf[:copy(po.buf, po.buf[used:])]
-		if len(po.buf) == 0 {
+		if len(po.head) == 0 {
 			delete(s.pending, k)
 		}
 	}
+}
+
+// sendOutput publishes b, from offset off, up to its last whole
+// character unless final (then all of it), and returns what is left of
+// b, at its offset.
+func (s *Server) sendOutput(k outKey, off int64, b []byte, final bool) (int64, []byte) {
+	// A piece starts at a character (a tail may not).
+	skip := 0
+	for skip < len(b) && !utf8.RuneStart(b[skip]) {
+		skip++
+	}
+	n := len(b) - skip
+	if !final {
+		n = wholeChars(b[skip:])
+	}
+	if n > 0 {
+		s.publish(Event{Output: &Output{Serve: s.serve.ID, Handle: k.handle, Stream: k.stream,
+			Offset: off + int64(skip), Data: string(b[skip : skip+n])}})
+	}
+	used := skip + n
+	return off + int64(used), b[:copy(b, b[used:])]
 }
 
 // wholeChars is the length of b up to the end of its last whole
