@@ -50,8 +50,8 @@ const (
 // serve little however fast it comes (BenchmarkMCPSSHDrain).
 const (
 	outputEvery  = 50 * time.Millisecond
-	outputWindow = 32 << 10
-	tailWindow   = 4 << 10
+	outputWindow = 8 << 10
+	tailWindow   = 2 << 10
 )
 
 // Server is one serve's end of the feed: its socket, the consoles
