@@ -117,10 +117,10 @@ func TestFeedHostileConsole(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer stalled.Close()
-		// About 30 MB over some 15 s: far more than a console's queue
-		// holds, sent at the rate the feed sends output.
+		// About 30 MB on each stream over some 15 s: far more than a
+		// console's queue holds, even at the rate the feed sends output.
 		r := s.call(t, "ssh_exec", map[string]any{"target": "box", "timeout_s": 120, "wait_s": 120,
-			"command": "for i in $(seq 1 300); do head -c 100000 /dev/zero | tr '\\0' a; sleep 0.05; done"})
+			"command": "for i in $(seq 1 300); do head -c 100000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2; sleep 0.05; done"})
 		out := decode[gateway.SSHExecOutput](t, r)
 		if out.Status != "exited" || out.Stdout.Bytes != 30_000_000 {
 			t.Fatalf("the action beside a stalled console: %s", resultText(r))

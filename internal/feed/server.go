@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +39,8 @@ type Source interface {
 // socket does not take them, a console costs a serve at most twice
 // maxQueueBytes, plus a snapshot.
 const (
-	maxQueueFrames = 4096
-	maxQueueBytes  = 4 << 20
+	maxQueueFrames = 1024
+	maxQueueBytes  = 1 << 20
 )
 
 // Output goes out at most every outputEvery, per stream at most
@@ -126,6 +127,15 @@ type question struct {
 func Listen(stateDir string, src Source, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	// The gateway made the state directory, or refused it: nothing is
+	// written in one others may write.
+	fi, err := os.Stat(stateDir)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("console socket: %w", err)
+	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0:
+		return nil, fmt.Errorf("console socket: the state directory %s is writable by other users", stateDir)
 	}
 	dir := Dir(stateDir)
 	if err := privateDir(dir); err != nil {
