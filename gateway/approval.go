@@ -175,12 +175,13 @@ func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question,
 	}
 	denied := func(reason string) error { return policy.Unapproved(q.Target, rule, reason) }
 	ap, _ := ctx.Value(approverKey{}).(Approver)
-	if ap == nil {
+	f := g.theFeed()
+	if ap == nil && (f == nil || s.cfg.Approval.Via == config.ViaClient) {
 		record(recordUnavailable)
 		return denied("it needs a person's approval, and this server has no client to ask")
 	}
-	answer, took, err := ap.Ask(ctx, q)
-	rec.WaitMS = took.Milliseconds()
+	answer, took, via, err := g.ask(ctx, s.cfg.Approval.Via, ap, f, a, q)
+	rec.WaitMS, rec.Via = took.Milliseconds(), via
 	var cannot *CannotAskError
 	switch {
 	case errors.Is(err, ErrAskLater):
@@ -193,6 +194,10 @@ func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question,
 		return &withdrawnError{err}
 	}
 	record(string(answer))
+	who := "the person at the client"
+	if via == viaConsole {
+		who = "the person at the console"
+	}
 	switch answer {
 	case AnswerApproveFor:
 		if q.Remember > 0 {
@@ -202,11 +207,11 @@ func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question,
 	case AnswerApprove:
 		return nil
 	case AnswerDecline:
-		return denied("the person at the client declined it")
+		return denied(who + " declined it")
 	case AnswerCancel:
-		return denied("the person at the client dismissed the question")
+		return denied(who + " dismissed the question")
 	case AnswerTimeout:
-		return denied(fmt.Sprintf("the person at the client gave no answer within %v", q.Timeout))
+		return denied(fmt.Sprintf("%s gave no answer within %v", who, q.Timeout))
 	}
 	return denied(fmt.Sprintf("the answer %q is not one the question offered", answer))
 }

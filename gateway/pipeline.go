@@ -37,6 +37,9 @@ type action struct {
 	// remember are the actions a person approved for a while, kept once
 	// the intent is written.
 	remember []remember
+	// progress is the call's, which a question waiting in the console
+	// tells so (nil: none).
+	progress Progress
 }
 
 // kind is what the pipeline asks of one kind of action (ssh_exec,
@@ -143,6 +146,9 @@ type ProgressReport struct {
 	Done    int64
 	Total   int64
 	Elapsed time.Duration
+	// Waiting is set, and Done and Total not, while the action waits for
+	// the person's answer in the console.
+	Waiting bool
 }
 
 // progressInterval is how often Progress is called while bytes arrive.
@@ -173,6 +179,7 @@ func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
 // it as running.
 func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progress, wait *float64) *ToolResult {
 	called := time.Now()
+	a.progress = progress
 	waitLimit := waitFor(wait, s.core.server.Wait)
 	act, byCall, fail := g.start(ctx, s, a, waitLimit == 0)
 	if fail != nil {
@@ -421,8 +428,11 @@ func (g *Gateway) begin(s *state, a *action, l *launch, dctx context.Context) (*
 	red := g.red.Load()
 	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
 	for _, name := range a.kind.streams() {
-		live.addStream(out.Capture(name, red, lim))
+		c := out.Capture(name, red, lim)
+		g.tap(live, name, c)
+		live.addStream(c)
 	}
+	g.changed(live)
 	go g.carryOut(dctx, s, a, l, live, out, red)
 	return live, nil
 }
@@ -466,7 +476,8 @@ func (g *Gateway) carryOut(ctx context.Context, s *state, a *action, l *launch, 
 	r := g.finished(s.core, a, e, auditErr)
 	l.release()
 	g.active.Add(-1)
-	live.end(e.status, r, &g.actions)
+	live.end(e, r, &g.actions)
+	g.changed(live)
 }
 
 // told readies e for finish: its texts redacted (reason, headers, the

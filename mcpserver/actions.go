@@ -164,11 +164,28 @@ func progress(ctx context.Context, req *mcp.CallToolRequest, env *toolEnv) gatew
 	if token == nil {
 		return nil
 	}
+	// Each notification's progress is above the last, as the spec wants:
+	// the reports of a wait for the console count up, and the bytes that
+	// follow count from above them.
+	var waited float64
 	return func(p gateway.ProgressReport) {
-		params := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(p.Done),
+		if p.Waiting {
+			waited++
+			params := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: waited,
+				Message: fmt.Sprintf("waiting for the person's answer in the console (actiongw console) for %v", p.Elapsed.Round(time.Second))}
+			if err := req.Session.NotifyProgress(ctx, params); err != nil {
+				env.log.Debug("progress not sent", "error", err)
+			}
+			return
+		}
+		base := 0.0
+		if waited > 0 {
+			base = waited + 1
+		}
+		params := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: base + float64(p.Done),
 			Message: fmt.Sprintf("%d bytes received after %v", p.Done, p.Elapsed.Round(time.Millisecond))}
 		if p.Total > 0 {
-			params.Total = float64(p.Total)
+			params.Total = base + float64(p.Total)
 			params.Message = fmt.Sprintf("%d of %s done after %v", p.Done, count(int(p.Total), "target"), p.Elapsed.Round(time.Millisecond))
 		}
 		err := req.Session.NotifyProgress(ctx, params)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/gateway"
+	"github.com/actiongw/actiongw/internal/feed"
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/testkit/proc"
 	"github.com/actiongw/actiongw/internal/testkit/sshtest"
@@ -89,15 +90,20 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 		b.Fatal(err)
 	}
 	command := fmt.Sprintf("head -c %d /dev/zero", size)
-	var ours, theirs, oursCPU, theirsCPU time.Duration
-	for b.Loop() {
-		start, cpu := time.Now(), childCPU(b, s.client.Pid())
+	drain := func() (cpu time.Duration) {
+		before := childCPU(b, s.client.Pid())
 		r := s.call(b, "ssh_exec", map[string]any{"target": "box", "command": command, "timeout_s": 600})
 		if out := decode[gateway.SSHExecOutput](b, r); out.Stdout.Bytes != size {
 			b.Fatalf("ssh_exec drained %d bytes; want %d", out.Stdout.Bytes, size)
 		}
+		return childCPU(b, s.client.Pid()) - before
+	}
+	var ours, theirs, oursCPU, theirsCPU, watchedCPU time.Duration
+	var pieces int
+	for b.Loop() {
+		start := time.Now()
+		oursCPU += drain()
 		ours += time.Since(start)
-		oursCPU += childCPU(b, s.client.Pid()) - cpu
 		start = time.Now()
 		ssh := exec.Command("ssh", "-i", key, "-o", "UserKnownHostsFile="+s.sshd.KnownHosts, "-o", "BatchMode=yes",
 			"-p", strconv.Itoa(s.sshd.Port), s.sshd.User+"@127.0.0.1", command)
@@ -106,6 +112,10 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 		}
 		theirs += time.Since(start)
 		theirsCPU += ssh.ProcessState.UserTime() + ssh.ProcessState.SystemTime()
+		// The same drain with a console following it (its output too).
+		n, cpu := drainWatched(b, s.state, drain)
+		pieces += n
+		watchedCPU += cpu
 	}
 	mbps := func(d time.Duration) float64 { return float64(b.N) * size / d.Seconds() / 1e6 }
 	cpuPerGB := func(d time.Duration) float64 { return d.Seconds() / (float64(b.N) * size / 1e9) }
@@ -114,7 +124,42 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "ratio")
 	b.ReportMetric(cpuPerGB(oursCPU), "ssh_exec-cpu-s/GB")
 	b.ReportMetric(cpuPerGB(theirsCPU), "openssh-cpu-s/GB")
+	b.ReportMetric(cpuPerGB(watchedCPU), "watched-cpu-s/GB")
+	b.ReportMetric(watchedCPU.Seconds()/oursCPU.Seconds(), "watched-cpu-ratio")
+	b.ReportMetric(float64(pieces)/float64(b.N), "watched-pieces/op")
 	b.ReportMetric(0, "ns/op")
+}
+
+// drainWatched runs drain with a feed.Watcher on state following it, and
+// returns the output pieces the Watcher got and drain's serve CPU.
+func drainWatched(b *testing.B, state string, drain func() time.Duration) (pieces int, cpu time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := feed.Watch(ctx, state)
+	defer w.Wait()
+	defer cancel()
+	joined := make(chan struct{})
+	counted := make(chan int)
+	go func() {
+		n, once := 0, false
+		for ev := range w.Events() {
+			if ev.Serve != nil && !once {
+				once = true
+				close(joined)
+			}
+			if ev.Output != nil {
+				n++
+			}
+		}
+		counted <- n
+	}()
+	select {
+	case <-joined:
+	case <-time.After(time.Minute):
+		b.Fatal("the Watcher did not join the serve within a minute")
+	}
+	cpu = drain()
+	cancel()
+	return <-counted, cpu
 }
 
 // childCPU is the user plus system CPU time process pid has used so far.

@@ -160,6 +160,9 @@ type Approval struct {
 	WaitMS int64 `json:"wait_ms"`
 	// Fingerprint is the SHA256 fingerprint of a host key asked about.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Via is where the answer came from: "client" (its elicitation) or
+	// "console" (the person's console); empty when nobody was asked.
+	Via string `json:"via,omitempty"`
 }
 
 // MaxApprovals bounds the questions of one record: an action asks about

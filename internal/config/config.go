@@ -104,7 +104,20 @@ type Approval struct {
 	// method, path, headers and body) for this long. Zero offers only
 	// approve once and deny.
 	Remember time.Duration `toml:"remember"`
+	// Via is where a question goes: ViaClient (MCP elicitation at the
+	// client), ViaConsole (only the person's console, `actiongw console`)
+	// or ViaEither (both: the first answer wins, the other is withdrawn).
+	// Unless it is ViaClient, a client that cannot ask has its question
+	// go to the console instead of being refused.
+	Via string `toml:"via" default:"client"`
 }
+
+// The places an approval question can go ([approval] via).
+const (
+	ViaClient  = "client"
+	ViaConsole = "console"
+	ViaEither  = "either"
+)
 
 // Audit is where the audit trail goes besides the local log, which stays
 // the durable record. Like [server], it takes effect when the server

@@ -104,6 +104,9 @@ func (a *Approval) validate(p *problems) {
 	if a.Remember < 0 {
 		p.bad("approval.remember", "must not be negative, got %v", a.Remember)
 	}
+	if a.Via != ViaClient && a.Via != ViaConsole && a.Via != ViaEither {
+		p.bad("approval.via", "must be client, console or either, got %q", a.Via)
+	}
 }
 
 // validateGroups checks what ssh_exec_many reads: server.max_parallel and
