@@ -88,7 +88,7 @@ func (s *Server) readAudit(r *http.Request) (*auditLog, error) {
 		switch rec.Kind {
 		case audit.KindIntent, audit.KindOutcome:
 		default:
-			l.Entries = append(l.Entries, &entry{Kind: rec.Kind, Time: rec.Time, Status: string(rec.Kind), Other: rec})
+			l.Entries = append(l.Entries, &entry{Kind: rec.Kind, Time: rec.Time, Other: rec})
 			return nil
 		}
 		e := byHandle[rec.Handle]
