@@ -48,7 +48,7 @@ func writeAudit(t *testing.T) (string, audit.Key) {
 type auditAnswer struct {
 	Entries []struct {
 		Handle, Tool, Target, Status, Kind string
-		Intent, Outcome              *audit.Record
+		Intent, Outcome                    *audit.Record
 	}
 	Targets, Tools, Statuses []string
 	Total                    int
