@@ -108,7 +108,7 @@ func TestBrowserConsole(t *testing.T) {
 		t.Errorf("the watcher got stops %q; want s1/ssh-1", stops)
 	}
 	if screenshotDocs() {
-		shot, err := chromedp.Run(tab, chromedp.FullScreenshot(90))
+		shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
 		}
