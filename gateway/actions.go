@@ -56,6 +56,9 @@ type liveAction struct {
 	status     Status
 	ended      time.Time
 	result     *ToolResult
+	// remoteStopped and reason are those of the end, for the console.
+	remoteStopped *bool
+	reason        string
 }
 
 // begin registers the action that starts now under handle.
@@ -181,9 +184,10 @@ func (act *liveAction) each(f func(*output.Capture) output.Stream) []output.Stre
 }
 
 // end records how the action ended and its result, and wakes every waiter.
-func (act *liveAction) end(status Status, r *ToolResult, reg *registry) {
+func (act *liveAction) end(e *ended, r *ToolResult, reg *registry) {
 	act.mu.Lock()
-	act.status, act.ended, act.result = status, time.Now(), r
+	act.status, act.ended, act.result = e.status, time.Now(), r
+	act.remoteStopped, act.reason = e.remoteStopped, e.reason
 	if act.background {
 		act.core.background.release()
 	}
@@ -306,6 +310,7 @@ func (g *Gateway) await(ctx context.Context, act *liveAction, deadline time.Time
 		if !byCall() {
 			act.core.background.release()
 		} else if act.leave() {
+			g.changed(act)
 			return g.runningResult(act)
 		}
 	} else if ctx.Err() == nil {
@@ -424,12 +429,27 @@ func (g *Gateway) CancelAction(ctx context.Context, in CancelActionInput) *ToolR
 		return &r
 	default:
 	}
-	act.cancel(errCancelAction)
+	if _, err := g.stop(ctx, act, errCancelAction); err != nil { // the client gave up waiting; the stop goes on
+		return g.failure("the action %s is being stopped; action_status gives its result", in.Handle)
+	}
+	return act.finishedResult()
+}
+
+// stop cancels act with cause and waits for its end: already says it had
+// ended before; an error is ctx's, which ended the wait first (the stop
+// goes on).
+func (g *Gateway) stop(ctx context.Context, act *liveAction, cause error) (already bool, err error) {
 	select {
 	case <-act.done:
-		return act.finishedResult()
-	case <-ctx.Done(): // the client gave up waiting; the stop goes on
-		return g.failure("the action %s is being stopped; action_status gives its result", in.Handle)
+		return true, nil
+	default:
+	}
+	act.cancel(cause)
+	select {
+	case <-act.done:
+		return false, nil
+	case <-ctx.Done():
+		return false, context.Cause(ctx)
 	}
 }
 

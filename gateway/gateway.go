@@ -62,6 +62,7 @@ type Gateway struct {
 	learned  []learned
 
 	actions registry // running and recently finished actions, by handle
+	feed    atomic.Pointer[Feed]
 	// approved holds the exact actions a person approved for a while,
 	// under the configuration they were asked under; gens numbers the
 	// configurations loaded (state.gen).

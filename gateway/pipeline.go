@@ -421,8 +421,11 @@ func (g *Gateway) begin(s *state, a *action, l *launch, dctx context.Context) (*
 	red := g.red.Load()
 	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
 	for _, name := range a.kind.streams() {
-		live.addStream(out.Capture(name, red, lim))
+		c := out.Capture(name, red, lim)
+		g.tap(live, name, c)
+		live.addStream(c)
 	}
+	g.changed(live)
 	go g.carryOut(dctx, s, a, l, live, out, red)
 	return live, nil
 }
@@ -466,7 +469,8 @@ func (g *Gateway) carryOut(ctx context.Context, s *state, a *action, l *launch, 
 	r := g.finished(s.core, a, e, auditErr)
 	l.release()
 	g.active.Add(-1)
-	live.end(e.status, r, &g.actions)
+	live.end(e, r, &g.actions)
+	g.changed(live)
 }
 
 // told readies e for finish: its texts redacted (reason, headers, the

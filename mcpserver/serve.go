@@ -34,6 +34,9 @@ type Options struct {
 	// Gateway runs the action tools (ssh_exec, http_request, read_output,
 	// search_output); nil serves only list_targets and health.
 	Gateway *gateway.Gateway
+	// Initialized, if set, is called with the client's name (from its
+	// initialize request) once the session is initialized.
+	Initialized func(client string)
 }
 
 // Serve runs one MCP session on in/out until in reaches EOF or ctx ends.
@@ -54,14 +57,15 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	}
 	limit := cfg.Server.MaxFrameBytes
 	env := &toolEnv{
-		cfg:       cfg,
-		log:       log,
-		version:   opts.Version,
-		start:     time.Now(),
-		metrics:   &wire.Metrics{},
-		active:    opts.ActiveActions,
-		gw:        opts.Gateway,
-		approvals: newApprovals(),
+		cfg:         cfg,
+		log:         log,
+		version:     opts.Version,
+		start:       time.Now(),
+		metrics:     &wire.Metrics{},
+		active:      opts.ActiveActions,
+		gw:          opts.Gateway,
+		approvals:   newApprovals(),
+		initialized: opts.Initialized,
 	}
 	c := newConn(in, out, limit, env.metrics, log)
 	env.approvals.asking = c.asking
@@ -104,7 +108,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 // newServer builds the SDK server with every registered tool set.
 func newServer(env *toolEnv) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "actiongw", Version: env.version}, &mcp.ServerOptions{
-		Logger: env.log,
+		Logger:             env.log,
+		InitializedHandler: env.onInitialized,
 		Instructions: "actiongw runs SSH commands and HTTP calls on targets a person configured; " +
 			"call list_targets first. Large outputs come back as a preview and a handle for read_output.",
 	})

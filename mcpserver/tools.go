@@ -28,6 +28,20 @@ type toolEnv struct {
 	gw      *gateway.Gateway
 	// approvals is how calls of this server ask a person (approval.go).
 	approvals *approvals
+	// initialized, if set, is told the client's name (Options.Initialized).
+	initialized func(client string)
+}
+
+// onInitialized tells env.initialized the client's name.
+func (env *toolEnv) onInitialized(_ context.Context, req *mcp.InitializedRequest) {
+	if env.initialized == nil {
+		return
+	}
+	name := ""
+	if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+		name = p.ClientInfo.Name
+	}
+	env.initialized(name)
 }
 
 // toolSets add tools to a new server. Each file defining tools appends its

@@ -11,6 +11,7 @@ import (
 	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/internal/demo"
+	"github.com/actiongw/actiongw/internal/feed"
 	"github.com/actiongw/actiongw/mcpserver"
 )
 
@@ -130,10 +131,12 @@ func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, cfgErr error, sr
 	if cfg == nil {
 		wire = config.Default() // the transport's limits, until a restart
 	}
+	console := listenConsole(cfg, gw, logger)
 	logger.Info("serving MCP on stdio", "version", version, "ssh_targets", len(wire.SSH), "http_endpoints", len(wire.HTTP))
 	err = mcpserver.Serve(ctx, in, out, mcpserver.Options{
 		Config: wire, Logger: logger, Version: version, Gateway: gw,
 		ActiveActions: func() int { return int(gw.ActiveActions()) },
+		Initialized:   console.setClient,
 	})
 	if ctx.Err() != nil {
 		// SIGTERM or SIGINT: a requested, clean shutdown, not a failure.
@@ -143,5 +146,41 @@ func (c *cli) serveMCP(ctx context.Context, cfg *config.Config, cfgErr error, sr
 	// Stdin EOF or a signal: no more reloads; cancel running actions and
 	// record their outcomes.
 	stopWatch()
-	return errors.Join(err, gw.Close())
+	err = errors.Join(err, gw.Close())
+	console.close()
+	return err
+}
+
+// consoleFeed is serve's feed to the person's console, or nothing when
+// its socket could not be opened (then serve goes on without).
+type consoleFeed struct{ srv *feed.Server }
+
+// listenConsole opens the console's socket in cfg's state directory
+// (none without a configuration: [server] takes effect at a restart) and
+// has gw tell it what its actions do.
+func listenConsole(cfg *config.Config, gw *gateway.Gateway, logger *slog.Logger) consoleFeed {
+	if cfg == nil {
+		return consoleFeed{}
+	}
+	srv, err := feed.Listen(cfg.Server.StateDir, gw.FeedSource(), logger)
+	if err != nil {
+		logger.Warn("no console can follow this server", "error", err)
+		return consoleFeed{}
+	}
+	gw.SetFeed(srv)
+	return consoleFeed{srv}
+}
+
+func (c consoleFeed) setClient(name string) {
+	if c.srv != nil {
+		c.srv.SetClient(name)
+	}
+}
+
+// close removes the socket, after the gateway closed: the consoles see
+// the last actions end.
+func (c consoleFeed) close() {
+	if c.srv != nil {
+		_ = c.srv.Close()
+	}
 }

@@ -1,15 +1,8 @@
 package feed
 
 import (
-	"context"
-	"errors"
 	"time"
 )
-
-// ErrNotImplemented is returned by the stubs below until the feed lands.
-// (Placeholder for the console work in parallel; removed when the feed is
-// implemented.)
-var ErrNotImplemented = errors.New("feed: not implemented yet")
 
 // Serve is one serve process seen by the console.
 type Serve struct {
@@ -45,7 +38,11 @@ type Output struct {
 	Serve  string `json:"serve"`
 	Handle string `json:"handle"`
 	Stream string `json:"stream"` // stdout, stderr, body
-	Offset int64  `json:"offset"` // of Data's first byte in the redacted stream
+	// Offset is of Data's first byte in the redacted stream. One past the
+	// end of the stream's last piece means the bytes between were not
+	// sent: the output came faster than a console is sent it (the last
+	// bytes of each moment go), or the console was not connected.
+	Offset int64  `json:"offset"`
 	Data   string `json:"data"`
 }
 
@@ -102,33 +99,3 @@ type StopResult struct {
 	RemoteStopped bool   `json:"remote_stopped"`
 	Reason        string `json:"reason,omitempty"`
 }
-
-// Watcher follows every serve on one state directory.
-type Watcher struct{}
-
-// Watch starts following the serves on stateDir until ctx ends; Wait
-// returns once its goroutines have stopped.
-func Watch(ctx context.Context, stateDir string) *Watcher { return &Watcher{} }
-
-// Events delivers what happens, in order per serve. The channel is
-// bounded: a reader that falls behind gets an Event with Missed set.
-// It is closed when the Watcher stops.
-func (w *Watcher) Events() <-chan Event { return nil }
-
-// Snapshot returns the current view.
-func (w *Watcher) Snapshot() Snapshot { return Snapshot{} }
-
-// Stop cancels a running action of a serve with cancel_action's verified
-// remote stop, and returns once it is known.
-func (w *Watcher) Stop(ctx context.Context, serve, handle string) (StopResult, error) {
-	return StopResult{}, ErrNotImplemented
-}
-
-// Answer answers a waiting question; an error says it was no longer
-// waiting (answered elsewhere, expired) or the serve is gone.
-func (w *Watcher) Answer(ctx context.Context, serve, question string, a Answer) error {
-	return ErrNotImplemented
-}
-
-// Wait waits for the Watcher's goroutines after ctx ended.
-func (w *Watcher) Wait() {}

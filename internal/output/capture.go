@@ -77,6 +77,7 @@ type Capture struct {
 	tailNext int    // where the ring writes next
 	spool    sink   // nil: nothing is kept on disk
 	flushed  bool
+	tap      func(offset int64, p []byte)
 }
 
 // sink is where a Capture keeps redacted bytes beyond its previews: a
@@ -176,7 +177,16 @@ func (c *Capture) keep(p []byte) {
 	if c.spool != nil {
 		c.spool.write(p, newlines)
 	}
+	if c.tap != nil {
+		c.tap(c.bytes-int64(len(p)), p)
+	}
 }
+
+// Tap has f called with every piece of redacted output as it is kept
+// (the bytes a reader of the stream gets, at their offset in it), on the
+// writer's goroutine: f must not block nor keep p. Set it before the
+// first Write.
+func (c *Capture) Tap(f func(offset int64, p []byte)) { c.tap = f }
 
 // Summary returns the STREAM object. It ends the stream, as the action's
 // Finish does, if that has not happened yet.
