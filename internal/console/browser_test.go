@@ -149,3 +149,33 @@ func TestBrowserConsole(t *testing.T) {
 // screenshotDocs says whether to write docs/console.png
 // (ACTIONGW_SCREENSHOT=1 go test -run TestBrowserConsole ./internal/console).
 func screenshotDocs() bool { return os.Getenv("ACTIONGW_SCREENSHOT") == "1" }
+
+// TestBrowserFirstPaint reports how long the live view takes to show
+// 1000 recent actions and 10 running ones, from the navigation's start
+// (the issue's bound is 1 s on this machine; reported, not asserted).
+func TestBrowserFirstPaint(t *testing.T) {
+	b := browsertest.Start(t)
+	f := newFake()
+	now := time.Now().UTC()
+	var snap feed.Snapshot
+	for i := range 1010 {
+		a := feed.Action{Serve: "s1", Handle: fmt.Sprintf("ssh-%d", i), Tool: "ssh_exec", Target: fmt.Sprintf("web%d", i%20),
+			What: fmt.Sprintf("journalctl -u app%d -n 100", i), Client: "claude-code", Status: "exited",
+			Started: now.Add(-time.Duration(i) * time.Second), Ended: now.Add(-time.Duration(i)*time.Second + 300*time.Millisecond)}
+		if i < 10 {
+			a.Status, a.Ended = "running", time.Time{}
+		}
+		snap.Actions = append(snap.Actions, a)
+	}
+	f.setSnapshot(snap)
+	s := startConsole(t, f, t.TempDir())
+	tab := b.Tab(t)
+	browsertest.Do(t, tab, "login", chromedp.Navigate(s.LoginURL()))
+	ms, err := chromedp.Run(tab, chromedp.Poll[float64](
+		`document.querySelectorAll("#actions tbody tr").length === 1010 && performance.now()`,
+		chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(60*time.Second)))
+	if err != nil {
+		t.Fatalf("the 1010 rows did not appear: %v", err)
+	}
+	t.Logf("first paint of 1000 recent and 10 running actions: %.0f ms after the navigation began (bound: 1000 ms)", ms)
+}
