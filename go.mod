@@ -16,6 +16,8 @@ require (
 )
 
 require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/kevinburke/ssh_config v1.6.0
 	github.com/pkg/sftp v1.13.12
@@ -23,6 +25,7 @@ require (
 )
 
 require (
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/kr/fs v0.1.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )

@@ -79,6 +79,9 @@ Usage:
   actiongw audit verify [-config P] check the audit log's hash chain
   actiongw audit tail [-n N] [-f]   print recent audit records
   actiongw audit seal [-config P]   move a damaged audit log aside, start a new chain
+  actiongw console [-config P] [-listen ADDR] [-open]
+                                    the person's console: every serve live in a
+                                    loopback web page, approvals, stop, the audit
   actiongw version                  print the version
   actiongw help                     print this help
 
@@ -103,6 +106,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.check(ctx, rest)
 	case "audit":
 		return c.audit(ctx, rest)
+	case "console":
+		return c.console(ctx, rest)
 	case "import":
 		return c.importCmd(ctx, rest)
 	case "version":
