@@ -239,13 +239,25 @@ func (s *Spool) evictLocked() {
 	}
 	for len(s.finished) > 0 {
 		expired := s.opts.TTL > 0 && now.Sub(s.finished[0].meta.Finished) > s.opts.TTL
-		over := s.opts.MaxBytes > 0 && s.usedLocked() > s.opts.MaxBytes
-		if !expired && !over {
+		over := s.opts.MaxBytes > 0 && s.usedLocked() > s.opts.MaxBytes && len(s.finished) > s.opts.KeepNewest
+		switch {
+		case expired:
+			s.removeOldestLocked(evictedTTL)
+		case over:
+			s.removeOldestLocked(evictedCap)
+		default:
 			return
 		}
-		s.removeOldestLocked()
 	}
 }
+
+// Why an action's output is gone, in the spool_error of a result built
+// after its eviction.
+const (
+	evictedTTL     = "not kept: the output expired (older than spool_ttl) and was removed from the spool"
+	evictedCap     = "not kept: newer actions' output took its place in the spool (spool_max_bytes); counts and sha256 are complete"
+	evictedReclaim = "not kept: removed from the spool to free disk space when the disk was full; counts and sha256 are complete"
+)
 
 // usedLocked is the disk the spool takes as MaxBytes counts it: the
 // actions, plus the spool directory, this process's in it, and its
@@ -264,7 +276,7 @@ func (s *Spool) Reclaim(need int64) (freed int64) {
 	s.adoptLocked(false)
 	s.nextAdopt = s.now().Add(adoptEvery)
 	for freed < need && len(s.finished) > 0 {
-		freed += s.removeOldestLocked()
+		freed += s.removeOldestLocked(evictedReclaim)
 	}
 	return freed
 }
@@ -282,13 +294,16 @@ func (s *Spool) addFinishedLocked(a *Action) {
 	s.finished = slices.Insert(s.finished, i, a)
 }
 
-// removeOldestLocked removes the oldest finished action and returns what
-// it took on disk.
-func (s *Spool) removeOldestLocked() int64 {
+// removeOldestLocked removes the oldest finished action, for the reason
+// why, and returns what it took on disk.
+func (s *Spool) removeOldestLocked(why string) int64 {
 	a := s.finished[0]
 	s.finished[0] = nil // not kept alive by the array behind the slice
 	s.finished = s.finished[1:]
 	delete(s.actions, a.handle)
+	for _, st := range a.streams {
+		st.evicted(why)
+	}
 	n := a.diskBytes()
 	s.disk.Add(-n)
 	os.RemoveAll(a.dir)

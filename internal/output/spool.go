@@ -38,9 +38,15 @@ type SpoolOptions struct {
 	// MaxBytes caps the disk this process's spool uses: every action's
 	// directory, meta.json and stream files, each rounded up to whole
 	// filesystem blocks. The oldest finished actions are evicted first.
-	// Running actions are never evicted, so they may push use past the cap
-	// until they finish. Zero means no cap.
+	// Running actions are never evicted, nor the KeepNewest newest
+	// finished ones, so they may push use past the cap. Zero means no
+	// cap.
 	MaxBytes int64
+	// KeepNewest is how many of the newest finished actions MaxBytes does
+	// not evict, so that the handle a result just named can be read back
+	// even when one action takes more than the cap. TTL and Reclaim still
+	// evict them. Zero keeps none past the cap.
+	KeepNewest int
 	// RetainHeadBytes and RetainTailBytes are how many of the first and
 	// last bytes of each stream are kept; zero keeps none.
 	RetainHeadBytes int64
@@ -518,6 +524,10 @@ type spoolStream struct {
 	// disk is what the file takes on disk, read by eviction from other
 	// goroutines.
 	disk atomic.Int64
+	// gone says why the action was evicted; nil while it is kept. Atomic,
+	// not under mu: eviction holds the spool's lock, which a writer may
+	// wait for while it holds mu.
+	gone atomic.Pointer[string]
 }
 
 type streamMeta struct {
@@ -539,6 +549,11 @@ type streamMeta struct {
 	// the side of "maybe cut".
 	Complete bool `json:"complete,omitempty"`
 }
+
+// evicted records that the stream's action was removed from the spool, and
+// why: a result built from it afterwards says so instead of naming output
+// that is gone.
+func (st *spoolStream) evicted(why string) { st.gone.Store(&why) }
 
 func (st *spoolStream) fail(err error) {
 	if st.meta.Error == "" {
@@ -647,8 +662,12 @@ func (st *spoolStream) snapshot() streamMeta {
 	return st.meta
 }
 
-// retained returns the ranges on disk and the spool error, if any.
+// retained returns the ranges on disk and the spool error, if any: none
+// and why, once the action was evicted.
 func (st *spoolStream) retained() ([]ByteRange, string) {
+	if why := st.gone.Load(); why != nil {
+		return []ByteRange{}, *why
+	}
 	m := st.snapshot()
 	return m.retained()
 }
