@@ -116,12 +116,24 @@ type Spool struct {
 	// meta.Finished): eviction and Reclaim take from its front.
 	finished  []*Action
 	nextAdopt time.Time // when eviction next looks for ended owners
+	// claims are the directories taken over from ended processes whose
+	// actions the adopter has not moved in yet, oldest claim first;
+	// settled is closed when it has moved them all.
+	claims  []string
+	settled chan struct{}
+
+	wake      chan struct{} // a claim for the adopter
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
+	adopted   chan struct{} // closed when the adopter returns
 }
 
 // OpenSpool opens (creating it, mode 0700) the spool directory dir. The
 // finished actions of processes that used dir and have ended are taken
 // over and stay readable until their TTL; their unfinished actions are
-// recovered as far as the disk allows, marked interrupted.
+// recovered as far as the disk allows, marked interrupted. They are moved
+// in on a goroutine of the Spool, which Close stops: a read of one not
+// moved yet moves it at once. Close the Spool when done.
 func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	return openSpool(dir, opts, owner.Self(), owner.ID.Alive)
 }
@@ -147,7 +159,12 @@ func openSpool(dir string, opts SpoolOptions, self owner.ID, alive func(owner.ID
 		turns:       make(chan struct{}, max(1, opts.MaxConcurrentReads)),
 		searchLimit: SearchTimeLimit,
 		actions:     make(map[string]*Action),
+		settled:     make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		closing:     make(chan struct{}),
+		adopted:     make(chan struct{}),
 	}
+	close(s.settled)
 	claim, err := s.makeOwnDir()
 	if err != nil {
 		// The claimed directory stays for a later process to take over.
@@ -155,12 +172,13 @@ func openSpool(dir string, opts SpoolOptions, self owner.ID, alive func(owner.ID
 	}
 	s.mu.Lock()
 	if claim != "" {
-		s.adoptDirLocked(claim)
+		s.claimLocked(claim)
 	}
 	s.adoptLocked(true)
 	s.nextAdopt = s.now().Add(adoptEvery)
 	s.evictLocked()
 	s.mu.Unlock()
+	go s.adopt()
 	return s, nil
 }
 
@@ -426,6 +444,9 @@ func (s *Spool) find(handle, stream string) (*streamReader, error) {
 	}()
 	s.evictLocked()
 	a := s.actions[handle]
+	if a == nil {
+		a = s.adoptHandleLocked(handle)
+	}
 	if a == nil {
 		return nil, &HandleError{Handle: handle, Err: ErrUnknownHandle}
 	}
