@@ -152,6 +152,7 @@ func (g *Gateway) Close() error {
 		// After the log: the outcomes of the actions just cancelled go
 		// out too.
 		closeExport(c.export, g.log)
+		c.spool.Close()
 	}
 	return err
 }

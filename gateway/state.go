@@ -183,6 +183,14 @@ func knownOf(s *state) []redact.Secret {
 	return slices.Clone(s.known)
 }
 
+// spoolKeepNewest is how many of the newest finished actions, at least,
+// stay in the spool past spool_max_bytes (as many as may finish at once,
+// max_concurrent_actions, when that is more): a result names its handle
+// for reading back, and a cap smaller than one action, or a burst of
+// actions finishing together, must not evict it before the agent reads
+// it. Each keeps at most retain_head_bytes + retain_tail_bytes per stream.
+const spoolKeepNewest = 16
+
 // openCore opens the spool and the audit log under cfg's state directory.
 func (g *Gateway) openCore(ctx context.Context, cfg *config.Config) (*core, error) {
 	s := cfg.Server
@@ -190,7 +198,7 @@ func (g *Gateway) openCore(ctx context.Context, cfg *config.Config) (*core, erro
 		return nil, err
 	}
 	spool, err := output.OpenSpool(filepath.Join(s.StateDir, "spool"), output.SpoolOptions{
-		TTL: s.SpoolTTL, MaxBytes: s.SpoolMaxBytes,
+		TTL: s.SpoolTTL, MaxBytes: s.SpoolMaxBytes, KeepNewest: max(spoolKeepNewest, s.MaxConcurrentActions),
 		RetainHeadBytes: s.RetainHeadBytes, RetainTailBytes: s.RetainTailBytes,
 		MaxConcurrentReads: s.MaxConcurrentReads,
 	})

@@ -121,6 +121,10 @@ type chain struct {
 	// pending holds, by handle, the intents that have no outcome yet; nil
 	// when nobody asks.
 	pending map[string]pendingIntent
+	// resolved holds the handles of the outcomes seen while the whole
+	// chain is verified in the background (their intents may be older
+	// than pending knows); nil otherwise.
+	resolved map[string]bool
 }
 
 type mark struct {
@@ -216,6 +220,9 @@ func (c *chain) appended(rec *Record, hash, mac, file string, n int) {
 	slot.seq, slot.hash = rec.Seq, hash
 	if m := c.marks[rec.Seq]; m != nil {
 		m.seen, m.hash, m.mac = true, hash, mac
+	}
+	if c.resolved != nil && rec.Kind == KindOutcome && rec.Handle != "" {
+		c.resolved[rec.Handle] = true
 	}
 	if c.pending == nil {
 		return

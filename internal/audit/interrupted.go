@@ -35,6 +35,12 @@ func (a *Log) RecordInterrupted() ([]Record, error) {
 			dead = append(dead, p)
 		}
 	}
+	return a.writeInterrupted(dead)
+}
+
+// writeInterrupted writes an outcome "interrupted" for each of dead, in
+// the order of their intents, under commitMu and the lock, after sync.
+func (a *Log) writeInterrupted(dead []pendingIntent) ([]Record, error) {
 	slices.SortFunc(dead, func(x, y pendingIntent) int { return cmp.Compare(x.seq, y.seq) })
 	var out []Record
 	for chunk := range slices.Chunk(dead, maxBatch) {

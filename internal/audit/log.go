@@ -106,6 +106,15 @@ type Log struct {
 	saver        *saver
 	unsaved      int       // records since the last checkpoint offered
 	savedAt      time.Time // when it was
+
+	// resumed is set when OpenWith read only the end of the chain; the
+	// rest is verified on a goroutine (backgroundVerify), which
+	// stopVerify stops. verified is closed when it is done, and verifyErr
+	// then holds the damage it found.
+	resumed    bool
+	stopVerify context.CancelCauseFunc
+	verified   chan struct{}
+	verifyErr  error
 }
 
 // batch is records that are committed together.
@@ -128,7 +137,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Log{path: path, opts: opts, ch: chain{sign: newSigner(opts.Key), pending: map[string]pendingIntent{}}}
+	a := &Log{path: path, opts: opts, ch: chain{sign: newSigner(opts.Key), pending: map[string]pendingIntent{}}, verified: make(chan struct{})}
 	if cp := opts.Checkpoint; cp != nil {
 		a.ch.marks = map[int64]*mark{cp.Seq: {}}
 	}
@@ -145,6 +154,14 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Log, error) {
 		a.unsaved, a.savedAt = 0, time.Now()
 		a.saver = startSaver(opts.SaveCheckpoint)
 	}
+	if !a.resumed {
+		close(a.verified)
+		return a, nil
+	}
+	a.ch.resolved = map[string]bool{}
+	vctx, stop := context.WithCancelCause(context.Background())
+	a.stopVerify = stop
+	go a.backgroundVerify(vctx)
 	return a, nil
 }
 
@@ -174,7 +191,9 @@ func (a *Log) open(ctx context.Context) error {
 	if err := checkHead(&a.ch, h, a.path, a.ch.hashOf); err != nil {
 		return err
 	}
-	if cp := a.opts.Checkpoint; cp != nil {
+	// A checkpoint older than the records read is checked with the whole
+	// chain, in the background.
+	if cp := a.opts.Checkpoint; cp != nil && (!a.resumed || cp.Seq >= a.ch.first) {
 		if err := checkCheckpoint(&a.ch, cp, a.path); err != nil {
 			return err
 		}
@@ -211,6 +230,17 @@ func (a *Log) readChain(ctx context.Context) error {
 	files, err := listFiles(a.path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
+	}
+	// The files before the active one, oldest first.
+	var chain []logFile
+	for _, lf := range files[:len(files)-1] {
+		if st, err := os.Stat(lf.path); err == nil && os.SameFile(st, fi) {
+			break
+		}
+		chain = append(chain, lf)
+	}
+	if a.resumed, err = a.resumeChain(ctx, append(chain, files[len(files)-1])); a.resumed || err != nil {
+		return err
 	}
 	for _, lf := range files[:len(files)-1] {
 		if st, err := os.Stat(lf.path); err == nil && os.SameFile(st, fi) {
@@ -667,6 +697,10 @@ func (a *Log) Close() error {
 	a.closed = true
 	a.mu.Unlock()
 
+	if a.stopVerify != nil {
+		a.stopVerify(ErrClosed)
+		<-a.verified
+	}
 	a.commitMu.Lock()
 	defer a.commitMu.Unlock()
 	if a.saver != nil {

@@ -137,7 +137,13 @@ func (s *snapshot) close() {
 // verify follows the snapshot's files and checks the head file and the
 // checkpoint.
 func (s *snapshot) verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
-	c := &chain{sign: newSigner(opts.Key), marks: map[int64]*mark{}}
+	return s.check(ctx, opts, nil)
+}
+
+// check is verify that also fills pending, if not nil, with the intents
+// that have no outcome.
+func (s *snapshot) check(ctx context.Context, opts VerifyOptions, pending map[string]pendingIntent) (*Report, error) {
+	c := &chain{sign: newSigner(opts.Key), marks: map[int64]*mark{}, pending: pending}
 	if s.head.Seq > 0 {
 		c.marks[s.head.Seq] = &mark{}
 	}

@@ -80,7 +80,9 @@ type Server struct {
 	// of each stream for read_output and search_output; zero keeps none.
 	RetainHeadBytes int64 `toml:"retain_head_bytes" default:"1048576"`
 	RetainTailBytes int64 `toml:"retain_tail_bytes" default:"8388608"`
-	// SpoolTTL and SpoolMaxBytes evict finished actions from the spool.
+	// SpoolTTL and SpoolMaxBytes evict finished actions from the spool,
+	// the oldest first; the newest 16 (or max_concurrent_actions, if more)
+	// stay past SpoolMaxBytes, so a handle just returned can be read.
 	SpoolTTL      time.Duration `toml:"spool_ttl" default:"24h"`
 	SpoolMaxBytes int64         `toml:"spool_max_bytes" default:"1073741824"`
 	// AuditRotateBytes is the size at which the audit log is rotated; the

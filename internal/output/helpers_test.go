@@ -20,3 +20,11 @@ func newRedactor(m map[string][]byte) (*redact.Redactor, error) {
 	}
 	return redact.New(list)
 }
+
+// settle waits until sp has moved in every action it took over.
+func (sp *Spool) settle() {
+	sp.mu.Lock()
+	ch := sp.settled
+	sp.mu.Unlock()
+	<-ch
+}

@@ -75,10 +75,13 @@ func (s *Spool) makeOwnDir() (claim string, err error) {
 	return claim, nil
 }
 
-// adoptLocked takes over what processes that have ended left in the spool
-// directory; see above. Actions at the top, of the version before owner
-// directories, are taken over only at open (legacy): a process of that
-// version that still runs removes them itself.
+// adoptLocked claims what processes that have ended left in the spool
+// directory (see above) and hands it to the adopter, which moves the
+// actions in on its goroutine, a batch at a time: a spool that holds many
+// actions opens in the time of one rename per process that left some.
+// Actions at the top, of the version before owner directories, are taken
+// over only at open (legacy), at once: a process of that version that
+// still runs removes them itself.
 func (s *Spool) adoptLocked(legacy bool) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -110,39 +113,145 @@ func (s *Spool) adoptLocked(legacy bool) {
 		if os.Rename(filepath.Join(s.dir, name), claim) != nil {
 			continue // another process took it first
 		}
-		s.adoptDirLocked(claim)
+		s.claimLocked(claim)
 	}
 }
 
-// adoptDirLocked moves the actions of claim, a directory this process has
-// taken over, into its own, and removes claim.
-func (s *Spool) adoptDirLocked(claim string) {
-	var layout *spoolLayout
-	if b, err := os.ReadFile(filepath.Join(claim, spoolOwnerFile)); err == nil {
-		layout = new(spoolLayout)
-		if json.Unmarshal(b, layout) != nil {
-			layout = nil
-		}
+// claimLocked hands claim, a directory this process has taken over, to
+// the adopter.
+func (s *Spool) claimLocked(claim string) {
+	if len(s.claims) == 0 {
+		s.settled = make(chan struct{})
 	}
+	s.claims = append(s.claims, claim)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// adoptBatch is how many actions the adopter moves in under one hold of
+// the spool's lock: a call that needs the lock waits for at most one.
+const adoptBatch = 64
+
+// adopt is the adopter's goroutine: it moves the actions of each claimed
+// directory into this process's, until Close.
+func (s *Spool) adopt() {
+	defer close(s.adopted)
+	for {
+		s.mu.Lock()
+		if len(s.claims) == 0 {
+			s.mu.Unlock()
+			select {
+			case <-s.wake:
+				continue
+			case <-s.closing:
+				return
+			}
+		}
+		claim := s.claims[0]
+		s.mu.Unlock()
+		if !s.adoptDir(claim) {
+			return
+		}
+		os.RemoveAll(claim)
+		s.mu.Lock()
+		s.claims = s.claims[1:]
+		if len(s.claims) == 0 {
+			close(s.settled)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// adoptDir moves the actions of claim into this process's directory, a
+// batch at a time, each batch taking its place in the eviction order. It
+// returns false when Close stopped it.
+func (s *Spool) adoptDir(claim string) bool {
+	layout := readLayout(claim)
 	entries, _ := os.ReadDir(claim)
-	for _, e := range entries {
-		name := e.Name()
-		if !e.IsDir() || !handlePattern.MatchString(name) {
+	for len(entries) > 0 {
+		select {
+		case <-s.closing:
+			return false
+		default:
+		}
+		n := min(len(entries), adoptBatch)
+		batch := make([]*Action, 0, n)
+		s.mu.Lock()
+		for _, e := range entries[:n] {
+			if a := s.adoptOneLocked(claim, e, layout); a != nil {
+				batch = append(batch, a)
+			}
+		}
+		s.mergeFinishedLocked(batch)
+		s.evictLocked()
+		s.mu.Unlock()
+		entries = entries[n:]
+	}
+	return true
+}
+
+// readLayout reads the spool.json of claim; nil when it has none.
+func readLayout(claim string) *spoolLayout {
+	b, err := os.ReadFile(filepath.Join(claim, spoolOwnerFile))
+	if err != nil {
+		return nil
+	}
+	layout := new(spoolLayout)
+	if json.Unmarshal(b, layout) != nil {
+		return nil
+	}
+	return layout
+}
+
+// adoptOneLocked moves the action e of claim into this process's
+// directory and makes it readable here, but not yet evictable: the caller
+// merges it into s.finished. It returns nil for an entry that is no
+// action, or one taken over already (by adoptHandleLocked).
+func (s *Spool) adoptOneLocked(claim string, e fs.DirEntry, layout *spoolLayout) *Action {
+	name := e.Name()
+	if !e.IsDir() || !handlePattern.MatchString(name) || s.actions[name] != nil {
+		return nil
+	}
+	src := filepath.Join(claim, name)
+	a, err := s.load(src, name)
+	if err != nil && layout != nil {
+		a, err = s.recoverAction(src, name, layout)
+	}
+	if err == nil {
+		err = s.moveInLocked(a, false)
+	}
+	if err != nil {
+		os.RemoveAll(src)
+		return nil
+	}
+	return a
+}
+
+// adoptHandleLocked takes over the action handle at once if a claimed
+// directory the adopter has not reached holds it: a read need not wait
+// for the adopter.
+func (s *Spool) adoptHandleLocked(handle string) *Action {
+	for _, claim := range s.claims {
+		fi, err := os.Lstat(filepath.Join(claim, handle))
+		if err != nil {
 			continue
 		}
-		src := filepath.Join(claim, name)
-		a, err := s.load(src, name)
-		if err != nil && layout != nil {
-			a, err = s.recoverAction(src, name, layout)
-		}
-		if err == nil {
-			err = s.moveInLocked(a)
-		}
-		if err != nil {
-			os.RemoveAll(src)
+		if a := s.adoptOneLocked(claim, fs.FileInfoToDirEntry(fi), readLayout(claim)); a != nil {
+			s.mergeFinishedLocked([]*Action{a})
+			return a
 		}
 	}
-	os.RemoveAll(claim)
+	return nil
+}
+
+// Close stops the adopter and waits for it. What it has not moved in yet
+// stays claimed, for a later process to take over. The spool is not used
+// after Close.
+func (s *Spool) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	<-s.adopted
 }
 
 // adoptLegacyLocked takes over an action a version before owner
@@ -159,12 +268,13 @@ func (s *Spool) adoptLegacyLocked(dir, handle string) {
 		os.RemoveAll(dir)
 		return
 	}
-	s.moveInLocked(a) // fails when another process took it first
+	s.moveInLocked(a, true) // fails when another process took it first
 }
 
 // moveInLocked moves a loaded action into this process's directory and
-// makes it readable here.
-func (s *Spool) moveInLocked(a *Action) error {
+// makes it readable here; evictable too, with evictable (else the caller
+// merges it into s.finished).
+func (s *Spool) moveInLocked(a *Action, evictable bool) error {
 	dst := filepath.Join(s.own, a.handle)
 	if err := os.Rename(a.dir, dst); err != nil {
 		return err
@@ -172,7 +282,9 @@ func (s *Spool) moveInLocked(a *Action) error {
 	a.dir = dst
 	s.actions[a.handle] = a
 	s.disk.Add(a.diskBytes())
-	s.addFinishedLocked(a)
+	if evictable {
+		s.addFinishedLocked(a)
+	}
 	return nil
 }
 
@@ -239,13 +351,25 @@ func (s *Spool) evictLocked() {
 	}
 	for len(s.finished) > 0 {
 		expired := s.opts.TTL > 0 && now.Sub(s.finished[0].meta.Finished) > s.opts.TTL
-		over := s.opts.MaxBytes > 0 && s.usedLocked() > s.opts.MaxBytes
-		if !expired && !over {
+		over := s.opts.MaxBytes > 0 && s.usedLocked() > s.opts.MaxBytes && len(s.finished) > s.opts.KeepNewest
+		switch {
+		case expired:
+			s.removeOldestLocked(evictedTTL)
+		case over:
+			s.removeOldestLocked(evictedCap)
+		default:
 			return
 		}
-		s.removeOldestLocked()
 	}
 }
+
+// Why an action's output is gone, in the spool_error of a result built
+// after its eviction.
+const (
+	evictedTTL     = "not kept: the output expired (older than spool_ttl) and was removed from the spool"
+	evictedCap     = "not kept: newer actions' output took its place in the spool (spool_max_bytes); counts and sha256 are complete"
+	evictedReclaim = "not kept: removed from the spool to free disk space when the disk was full; counts and sha256 are complete"
+)
 
 // usedLocked is the disk the spool takes as MaxBytes counts it: the
 // actions, plus the spool directory, this process's in it, and its
@@ -264,7 +388,7 @@ func (s *Spool) Reclaim(need int64) (freed int64) {
 	s.adoptLocked(false)
 	s.nextAdopt = s.now().Add(adoptEvery)
 	for freed < need && len(s.finished) > 0 {
-		freed += s.removeOldestLocked()
+		freed += s.removeOldestLocked(evictedReclaim)
 	}
 	return freed
 }
@@ -282,13 +406,39 @@ func (s *Spool) addFinishedLocked(a *Action) {
 	s.finished = slices.Insert(s.finished, i, a)
 }
 
-// removeOldestLocked removes the oldest finished action and returns what
-// it took on disk.
-func (s *Spool) removeOldestLocked() int64 {
+// mergeFinishedLocked puts the finished actions of batch, taken over from
+// other processes, in s.finished in their places by finish time, in one
+// pass: inserting each on its own moves the whole slice each time.
+func (s *Spool) mergeFinishedLocked(batch []*Action) {
+	if len(batch) == 0 {
+		return
+	}
+	slices.SortStableFunc(batch, func(x, y *Action) int { return x.meta.Finished.Compare(y.meta.Finished) })
+	merged := make([]*Action, 0, len(s.finished)+len(batch))
+	i, j := 0, 0
+	for i < len(s.finished) && j < len(batch) {
+		if batch[j].meta.Finished.Before(s.finished[i].meta.Finished) {
+			merged = append(merged, batch[j])
+			j++
+		} else {
+			merged = append(merged, s.finished[i])
+			i++
+		}
+	}
+	merged = append(merged, s.finished[i:]...)
+	s.finished = append(merged, batch[j:]...)
+}
+
+// removeOldestLocked removes the oldest finished action, for the reason
+// why, and returns what it took on disk.
+func (s *Spool) removeOldestLocked(why string) int64 {
 	a := s.finished[0]
 	s.finished[0] = nil // not kept alive by the array behind the slice
 	s.finished = s.finished[1:]
 	delete(s.actions, a.handle)
+	for _, st := range a.streams {
+		st.evicted(why)
+	}
 	n := a.diskBytes()
 	s.disk.Add(-n)
 	os.RemoveAll(a.dir)

@@ -38,9 +38,15 @@ type SpoolOptions struct {
 	// MaxBytes caps the disk this process's spool uses: every action's
 	// directory, meta.json and stream files, each rounded up to whole
 	// filesystem blocks. The oldest finished actions are evicted first.
-	// Running actions are never evicted, so they may push use past the cap
-	// until they finish. Zero means no cap.
+	// Running actions are never evicted, nor the KeepNewest newest
+	// finished ones, so they may push use past the cap. Zero means no
+	// cap.
 	MaxBytes int64
+	// KeepNewest is how many of the newest finished actions MaxBytes does
+	// not evict, so that the handle a result just named can be read back
+	// even when one action takes more than the cap. TTL and Reclaim still
+	// evict them. Zero keeps none past the cap.
+	KeepNewest int
 	// RetainHeadBytes and RetainTailBytes are how many of the first and
 	// last bytes of each stream are kept; zero keeps none.
 	RetainHeadBytes int64
@@ -110,12 +116,24 @@ type Spool struct {
 	// meta.Finished): eviction and Reclaim take from its front.
 	finished  []*Action
 	nextAdopt time.Time // when eviction next looks for ended owners
+	// claims are the directories taken over from ended processes whose
+	// actions the adopter has not moved in yet, oldest claim first;
+	// settled is closed when it has moved them all.
+	claims  []string
+	settled chan struct{}
+
+	wake      chan struct{} // a claim for the adopter
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
+	adopted   chan struct{} // closed when the adopter returns
 }
 
 // OpenSpool opens (creating it, mode 0700) the spool directory dir. The
 // finished actions of processes that used dir and have ended are taken
 // over and stay readable until their TTL; their unfinished actions are
-// recovered as far as the disk allows, marked interrupted.
+// recovered as far as the disk allows, marked interrupted. They are moved
+// in on a goroutine of the Spool, which Close stops: a read of one not
+// moved yet moves it at once. Close the Spool when done.
 func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	return openSpool(dir, opts, owner.Self(), owner.ID.Alive)
 }
@@ -141,7 +159,12 @@ func openSpool(dir string, opts SpoolOptions, self owner.ID, alive func(owner.ID
 		turns:       make(chan struct{}, max(1, opts.MaxConcurrentReads)),
 		searchLimit: SearchTimeLimit,
 		actions:     make(map[string]*Action),
+		settled:     make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		closing:     make(chan struct{}),
+		adopted:     make(chan struct{}),
 	}
+	close(s.settled)
 	claim, err := s.makeOwnDir()
 	if err != nil {
 		// The claimed directory stays for a later process to take over.
@@ -149,12 +172,13 @@ func openSpool(dir string, opts SpoolOptions, self owner.ID, alive func(owner.ID
 	}
 	s.mu.Lock()
 	if claim != "" {
-		s.adoptDirLocked(claim)
+		s.claimLocked(claim)
 	}
 	s.adoptLocked(true)
 	s.nextAdopt = s.now().Add(adoptEvery)
 	s.evictLocked()
 	s.mu.Unlock()
+	go s.adopt()
 	return s, nil
 }
 
@@ -421,6 +445,9 @@ func (s *Spool) find(handle, stream string) (*streamReader, error) {
 	s.evictLocked()
 	a := s.actions[handle]
 	if a == nil {
+		a = s.adoptHandleLocked(handle)
+	}
+	if a == nil {
 		return nil, &HandleError{Handle: handle, Err: ErrUnknownHandle}
 	}
 	var names []string
@@ -518,6 +545,10 @@ type spoolStream struct {
 	// disk is what the file takes on disk, read by eviction from other
 	// goroutines.
 	disk atomic.Int64
+	// gone says why the action was evicted; nil while it is kept. Atomic,
+	// not under mu: eviction holds the spool's lock, which a writer may
+	// wait for while it holds mu.
+	gone atomic.Pointer[string]
 }
 
 type streamMeta struct {
@@ -539,6 +570,11 @@ type streamMeta struct {
 	// the side of "maybe cut".
 	Complete bool `json:"complete,omitempty"`
 }
+
+// evicted records that the stream's action was removed from the spool, and
+// why: a result built from it afterwards says so instead of naming output
+// that is gone.
+func (st *spoolStream) evicted(why string) { st.gone.Store(&why) }
 
 func (st *spoolStream) fail(err error) {
 	if st.meta.Error == "" {
@@ -647,8 +683,12 @@ func (st *spoolStream) snapshot() streamMeta {
 	return st.meta
 }
 
-// retained returns the ranges on disk and the spool error, if any.
+// retained returns the ranges on disk and the spool error, if any: none
+// and why, once the action was evicted.
 func (st *spoolStream) retained() ([]ByteRange, string) {
+	if why := st.gone.Load(); why != nil {
+		return []ByteRange{}, *why
+	}
 	m := st.snapshot()
 	return m.retained()
 }

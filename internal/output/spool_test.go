@@ -986,3 +986,119 @@ func BenchmarkSpoolAction(b *testing.B) {
 		})
 	}
 }
+
+// TestSpoolKeepsNewest: with a cap smaller than one action, a result named
+// a handle its own Finish had evicted. Now the KeepNewest newest finished
+// actions stay past MaxBytes (older ones go first); a result built from an
+// action evicted since says why nothing of it is kept; and TTL and Reclaim
+// still evict the newest.
+func TestSpoolKeepsNewest(t *testing.T) {
+	const keep = 3
+	dir := t.TempDir()
+	sp, err := OpenSpool(dir, SpoolOptions{MaxBytes: 1024, KeepNewest: keep, RetainHeadBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acts []*Action
+	var caps []*Capture
+	for i := range 20 {
+		act := sp.Begin("ssh_exec", "web1")
+		c := act.Capture("stdout", nil, previews)
+		c.Write([]byte(fmt.Sprintf("line %d\n", i)))
+		act.Finish()
+		if s := c.Summary(); s.SpoolError != "" || len(s.Retained) != 1 {
+			t.Fatalf("action %d just finished: %+v; want it kept", i, s)
+		}
+		if p, err := sp.Read(t.Context(), act.Handle(), "stdout", 0, false, 0, 0); err != nil || p.Data != fmt.Sprintf("line %d\n", i) {
+			t.Fatalf("action %d read back at once: %+v, %v; want its output", i, p, err)
+		}
+		acts, caps = append(acts, act), append(caps, c)
+	}
+	for i, act := range acts {
+		_, err := sp.Read(t.Context(), act.Handle(), "stdout", 0, false, 0, 0)
+		s := caps[i].Summary()
+		if i < len(acts)-keep {
+			if !errors.Is(err, ErrUnknownHandle) || !strings.Contains(s.SpoolError, "spool_max_bytes") || s.Retained == nil || len(s.Retained) != 0 {
+				t.Errorf("old action %d: read %v, summary %+v; want it evicted and its summary saying so", i, err, s)
+			}
+		} else if err != nil || s.SpoolError != "" {
+			t.Errorf("newest action %d: read %v, spool error %q; want it kept", i, err, s.SpoolError)
+		}
+	}
+	entries, err := os.ReadDir(sp.own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(entries) - 1; got != keep { // spool.json
+		t.Errorf("%d action directories left; want %d", got, keep)
+	}
+	checkBooks(t, sp)
+
+	// Reclaim (the disk is full) takes the newest too.
+	if freed := sp.Reclaim(1 << 40); freed == 0 {
+		t.Error("Reclaim freed nothing; want the newest evicted for a full disk")
+	}
+	if s := caps[len(caps)-1].Summary(); !strings.Contains(s.SpoolError, "disk was full") {
+		t.Errorf("after Reclaim: spool error %q; want the full disk named", s.SpoolError)
+	}
+
+	// So does TTL.
+	now := time.Now()
+	sp.mu.Lock()
+	sp.now = func() time.Time { now = now.Add(time.Second); return now }
+	sp.opts.TTL = time.Millisecond
+	sp.mu.Unlock()
+	act, sum := spoolOne(t, sp, nil, []byte("short-lived\n"))
+	if _, err := sp.Read(t.Context(), act.Handle(), "stdout", 0, false, 0, 0); !errors.Is(err, ErrUnknownHandle) {
+		t.Errorf("read past its TTL: %v; want it evicted", err)
+	}
+	if !strings.Contains(sum.SpoolError, "spool_ttl") {
+		t.Errorf("summary past its TTL: spool error %q; want it expired", sum.SpoolError)
+	}
+	checkBooks(t, sp)
+}
+
+// TestSpoolAdoptsInBackground: a spool an ended process left many actions
+// in opened only after moving each of them in (28 s for 80,000 here). Now
+// OpenSpool claims the directory and the adopter moves them in after it
+// returns: a read of one not moved yet moves it at once, Close stops the
+// adopter, and a later process takes over what it left.
+func TestSpoolAdoptsInBackground(t *testing.T) {
+	dir := t.TempDir()
+	opts := SpoolOptions{RetainHeadBytes: 1 << 10}
+	a := reopenAs(t, dir, opts, "101.1")
+	var handles []string
+	for i := range 3 * adoptBatch {
+		act, _ := spoolOne(t, a, nil, fmt.Appendf(nil, "action %d\n", i))
+		handles = append(handles, act.Handle())
+	}
+	a.Close()
+
+	b := reopenAs(t, dir, opts, "102.1")
+	last := handles[len(handles)-1]
+	if p, err := b.Read(t.Context(), last, "stdout", 0, false, 0, 0); err != nil || p.Data != fmt.Sprintf("action %d\n", len(handles)-1) {
+		t.Fatalf("read at once after open: %+v, %v; want the action taken over", p, err)
+	}
+	b.Close() // the adopter may have moved some in, or none
+	c := reopenAs(t, dir, opts, "103.1")
+	c.settle()
+	for i, h := range handles {
+		if p, err := c.Read(t.Context(), h, "stdout", 0, false, 0, 0); err != nil || p.Data != fmt.Sprintf("action %d\n", i) {
+			t.Fatalf("action %d after two takeovers: %+v, %v", i, p, err)
+		}
+	}
+	c.mu.Lock()
+	n, claims := len(c.finished), len(c.claims)
+	c.mu.Unlock()
+	if n != len(handles) || claims != 0 {
+		t.Errorf("%d finished actions, %d claims left; want %d and none", n, claims, len(handles))
+	}
+	checkBooks(t, c)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), adoptDirPrefix) {
+			t.Errorf("claimed directory %s left after the adopter settled", e.Name())
+		}
+	}
+	c.Close()
+}
