@@ -636,6 +636,10 @@ func TestSpoolAdoptRace(t *testing.T) {
 			t.Errorf("%s: read by %d processes as %q; want by one, %q", h, len(found), found, w)
 		}
 	}
+	// The adopters move the rest in on their goroutines.
+	for _, sp := range spools {
+		sp.settle()
+	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), ownerDirPrefix) {
