@@ -97,14 +97,17 @@ func (r *run) kill(sig string, grace time.Duration) {
 }
 
 // verify reports whether every process of the command is gone, killing
-// what is left for up to the grace period; when it cannot tell, or
-// something survives, it says why (see aliveScript). Every process the
-// command started is seen where the supervisor ran it: while the
-// supervisor lives, as its descendants; once it ended after its last
-// line, none is left. Elsewhere (no perl, not Linux, the supervisor
-// killed) processes that left the command's group and do not show its run
-// id are looked for in a census, and any that might be the command's
-// make it unverified, by pid and name.
+// what is left for up to the grace period, and at least minKills times:
+// on a loaded host one look can take longer than the grace period, and a
+// process that a KILL ends at once (the dead-man watcher, which a session
+// that ended fires, in the second before its own KILL) has not survived
+// one. When it cannot tell, or something survives, it says why (see
+// aliveScript). Every process the command started is seen where the
+// supervisor ran it: while the supervisor lives, as its descendants; once
+// it ended after its last line, none is left. Elsewhere (no perl, not
+// Linux, the supervisor killed) processes that left the command's group
+// and do not show its run id are looked for in a census, and any that
+// might be the command's make it unverified, by pid and name.
 func (r *run) verify() (bool, string) {
 	if r.s.waitPGID(0) == 0 {
 		return false, "the command never reported its process group"
@@ -115,7 +118,7 @@ func (r *run) verify() (bool, string) {
 	// off keeps many stops at once (a fan-out's cancel) from starving the
 	// very processes they wait for.
 	pause := 20 * time.Millisecond
-	for {
+	for kills := 0; ; kills++ {
 		clean := w.sub && r.s.ended() && r.s.reaped.Load()
 		code, out, err := r.control(aliveScript(w, r.runID, clean))
 		switch {
@@ -132,7 +135,7 @@ func (r *run) verify() (bool, string) {
 			return false, "the target has no /proc, where processes of the command that left its process group and do not show its run id (setsid, a cleared environment) could be looked for"
 		case code != 0:
 			return false, fmt.Sprintf("the check of the target's processes failed with status %d", code)
-		case time.Now().After(deadline):
+		case kills >= minKills && time.Now().After(deadline):
 			return false, "processes of the command were still running after repeated KILL: " + procList(out, "A")
 		}
 		r.control(killScript("KILL", w, r.runID))
@@ -140,6 +143,10 @@ func (r *run) verify() (bool, string) {
 		pause = min(2*pause, 200*time.Millisecond)
 	}
 }
+
+// minKills is how many times verify sends KILL to what it finds alive
+// before it may give up.
+const minKills = 2
 
 // maxNamed is how many processes a reason names.
 const maxNamed = 5
