@@ -173,4 +173,3 @@ func TestTerminalForceCommand(t *testing.T) {
 		t.Errorf("result %+v; want cancelled, not verified, with a reason", res)
 	}
 }
-
