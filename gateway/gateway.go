@@ -61,7 +61,8 @@ type Gateway struct {
 	redKnown []redact.Secret
 	learned  []learned
 
-	actions registry // running and recently finished actions, by handle
+	actions  registry     // running and recently finished actions, by handle
+	sessions sessionCount // open terminal sessions (ssh_session.go)
 	// approved holds the exact actions a person approved for a while,
 	// under the configuration they were asked under; gens numbers the
 	// configurations loaded (state.gen).

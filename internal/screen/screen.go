@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/vt"
 )
@@ -89,7 +90,8 @@ func (s *Screen) Resize(cols, rows int) {
 }
 
 // Text is a rendered screen: its rows, plain text without trailing
-// blanks, and the cursor (0-based column and row).
+// blanks (but those before the cursor), and the cursor (0-based column
+// and row).
 type Text struct {
 	Rows      []string `json:"rows"`
 	CursorCol int      `json:"cursor_col"`
@@ -115,7 +117,12 @@ func (s *Screen) Snapshot() Text {
 	alt := s.emu.IsAltScreen()
 	s.emuMu.Unlock()
 	for i, r := range rows {
-		rows[i] = strings.TrimRight(r, " ")
+		t := strings.TrimRight(r, " ")
+		if n := utf8.RuneCountInString(t); i == pos.Y && n < pos.X {
+			// The blanks before the cursor stay: a prompt's "$ ".
+			t += strings.Repeat(" ", pos.X-n)
+		}
+		rows[i] = t
 	}
 	for len(rows) > 0 && rows[len(rows)-1] == "" && len(rows)-1 > pos.Y {
 		rows = rows[:len(rows)-1]
@@ -131,8 +138,13 @@ func (s *Screen) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	// Not emu.Close, whose flag races with the reader's Read: the pipe's
+	// writing end, closed, ends the reader with end of file, and what the
+	// emulator answers after that is dropped.
 	s.emuMu.Lock()
-	s.emu.Close()
+	if c, ok := s.emu.InputPipe().(io.Closer); ok {
+		c.Close()
+	}
 	s.emuMu.Unlock()
 	s.replies.Wait()
 }
