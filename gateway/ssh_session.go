@@ -105,6 +105,9 @@ const (
 	// quiet is how long the output must pause for a send (or the start)
 	// without wait_for to return.
 	quiet = 300 * time.Millisecond
+	// lookEvery is the shortest time between two looks at the screen
+	// for wait_for.
+	lookEvery = 50 * time.Millisecond
 	// recentBytes bounds the output kept for the next send's result.
 	recentBytes = 64 << 10
 )
@@ -501,9 +504,29 @@ func (k *sshSession) wait(ctx context.Context, act *liveAction, deadline time.Ti
 	defer limit.Stop()
 	pause := time.NewTimer(quiet)
 	defer pause.Stop()
+	// A look renders the screen, which costs while output floods: one
+	// every twice the last one's time, at least lookEvery apart.
+	var next time.Time
+	look := func() bool {
+		if match == nil {
+			return false
+		}
+		if wait := time.Until(next); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-limit.C:
+				limit.Reset(0)
+			case <-ctx.Done():
+			}
+		}
+		start := time.Now()
+		ok := match(k.screenText().String())
+		next = time.Now().Add(max(lookEvery, 2*time.Since(start)))
+		return ok
+	}
 	for {
 		changed := act.changed.wait()
-		if match != nil && match(k.screenText().String()) {
+		if look() {
 			return true
 		}
 		select {
@@ -516,7 +539,7 @@ func (k *sshSession) wait(ctx context.Context, act *liveAction, deadline time.Ti
 				return false
 			}
 			// Paused: what the screen's stream held back shows now.
-			if match(k.screenText().String()) {
+			if look() {
 				return true
 			}
 		case <-limit.C:

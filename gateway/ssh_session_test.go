@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -80,8 +81,8 @@ func (f *sessionFixture) send(t *testing.T, in SSHSessionSendInput) *SSHSessionO
 		t.Fatalf("ssh_session_send %+v: %s", in, r.Text)
 	}
 	if in.WaitFor != "" && (out.Matched == nil || !*out.Matched) {
-		r := f.gw.ReadOutput(context.Background(), ReadOutputInput{Handle: in.Handle, Stream: "terminal"})
-		t.Logf("transcript: %s", structured(t, r))
+		tr := f.gw.ReadOutput(context.Background(), ReadOutputInput{Handle: in.Handle, Stream: "terminal", From: "end", Offset: 2000})
+		t.Logf("the transcript's end: %s", structured(t, tr))
 		t.Fatalf("ssh_session_send %+v: the screen never matched %q:\n%s", in, in.WaitFor, r.Text)
 	}
 	return out
@@ -256,4 +257,84 @@ func TestSessionHostile(t *testing.T) {
 			t.Error("another server typed into the session")
 		}
 	})
+}
+
+// Sessions are bounded per target and in all; one nobody types into
+// ends after its idle timeout, its processes verified gone.
+func TestSessionBounds(t *testing.T) {
+	f := newSessionFixture(t, sshtest.Options{}, "")
+	ctx := context.Background()
+	t.Run("limits", func(t *testing.T) {
+		var handles []string
+		for range 2 {
+			handles = append(handles, f.start(t, SSHSessionStartInput{WaitS: ptr(0.0)}).Handle)
+		}
+		if r := f.gw.SSHSessionStart(ctx, SSHSessionStartInput{Target: "term", WaitS: ptr(0.0)}, nil); !r.IsError || !strings.Contains(r.Text, "target's max_terminal_sessions") {
+			t.Errorf("a third session on term: %s; want it refused by the target's limit", r.Text)
+		}
+		f.gw.CancelAction(ctx, CancelActionInput{Handle: handles[0]})
+		f.start(t, SSHSessionStartInput{WaitS: ptr(0.0)})
+		for _, h := range handles[1:] {
+			f.gw.CancelAction(ctx, CancelActionInput{Handle: h})
+		}
+	})
+	t.Run("idle", func(t *testing.T) {
+		idle := newSessionFixture(t, sshtest.Options{}, "")
+		idle.cfg.SSH["term"].SessionIdleTimeout = 2 * time.Second
+		out := idle.start(t, SSHSessionStartInput{Command: "sleep 987021"})
+		idle.send(t, SSHSessionSendInput{Handle: out.Handle, Text: "x", WaitS: ptr(0.5)}) // restarts the timer
+		r := idle.gw.ActionStatus(ctx, ActionStatusInput{Handle: out.Handle, WaitS: ptr(60.0)}, nil)
+		fin, ok := r.Structured.(*SSHSessionOutput)
+		if !ok || fin.Status != StatusTimeout || !strings.Contains(fin.Reason, "session_idle_timeout") || fin.RemoteStopped == nil || !*fin.RemoteStopped {
+			t.Fatalf("an idle session: %s; want a timeout, its processes verified gone", r.Text)
+		}
+	})
+}
+
+// busybox's sh, and a server whose forced command runs instead of the
+// wrapper (sshd's ForceCommand, as a shell-only device does): both work
+// through a session; the second cannot be verified stopped, and says so.
+func TestSessionShells(t *testing.T) {
+	t.Run("busybox", func(t *testing.T) {
+		if _, err := exec.LookPath("busybox"); err != nil {
+			testenv.Missing(t, "busybox", "install it (apt-get install busybox)")
+		}
+		f := newSessionFixture(t, sshtest.Options{}, "")
+		out := f.start(t, SSHSessionStartInput{Command: "busybox sh"})
+		f.send(t, SSHSessionSendInput{Handle: out.Handle, Text: "echo bb-$((40+2))", Keys: []string{"Enter"}, WaitFor: `(?m)^bb-42$`})
+		end := f.gw.CancelAction(context.Background(), CancelActionInput{Handle: out.Handle})
+		if fin := end.Structured.(*SSHSessionOutput); fin.RemoteStopped == nil || !*fin.RemoteStopped {
+			t.Errorf("busybox sh cancelled: %s; want it verified gone", end.Text)
+		}
+	})
+	t.Run("forced command", func(t *testing.T) {
+		f := newSessionFixture(t, sshtest.Options{Config: []string{"ForceCommand /bin/sh -i"}}, "")
+		out := f.start(t, SSHSessionStartInput{WaitS: ptr(10.0)})
+		f.send(t, SSHSessionSendInput{Handle: out.Handle, Text: "echo forced-$((1+1))", Keys: []string{"Enter"}, WaitFor: `(?m)^forced-2$`})
+		end := f.gw.CancelAction(context.Background(), CancelActionInput{Handle: out.Handle})
+		if fin := end.Structured.(*SSHSessionOutput); fin.Status != StatusCancelled || fin.RemoteStopped == nil || *fin.RemoteStopped || !strings.Contains(fin.Reason, "not verified") {
+			t.Errorf("the forced shell cancelled: %s; want cancelled and said not verified", end.Text)
+		}
+	})
+}
+
+// A program that floods 100 MB while nobody sends: the session drains it
+// in bounded memory, keeps answering, and the screen shows its end.
+func TestSessionFlood(t *testing.T) {
+	f := newSessionFixture(t, sshtest.Options{}, "")
+	out := f.start(t, SSHSessionStartInput{Command: "bash"})
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f.send(t, SSHSessionSendInput{Handle: out.Handle, Text: "head -c 100000000 /dev/zero | tr '\\0' 'x' | fold -w 100; echo; echo flood-$((1+1))-done", Keys: []string{"Enter"}, WaitFor: `(?m)^flood-2-done$`, WaitS: ptr(300.0)})
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 64<<20 {
+		t.Errorf("the heap grew by %d bytes over the flood; want it bounded", grew)
+	}
+	r := f.gw.ActionStatus(context.Background(), ActionStatusInput{Handle: out.Handle, WaitS: ptr(0.0)}, nil)
+	if got := r.Structured.(*SSHSessionOutput); got.Terminal.Bytes < 100_000_000 {
+		t.Errorf("the transcript counts %d bytes; want the whole flood", got.Terminal.Bytes)
+	}
 }

@@ -148,7 +148,7 @@ func (g *Guard) decide(end bool) error {
 		i, need := g.candidate()
 		if i < 0 {
 			out = append(out, g.held...)
-			g.drop(len(g.held), 0)
+			g.drop(len(g.held), len(g.vis))
 			break
 		}
 		out = append(out, g.held[:g.at[i]]...)
