@@ -505,7 +505,7 @@ func (k *sshSession) wait(ctx context.Context, act *liveAction, deadline time.Ti
 	pause := time.NewTimer(quiet)
 	defer pause.Stop()
 	// A look renders the screen, which costs while output floods: one
-	// every twice the last one's time, at least lookEvery apart.
+	// every five times the last one's time, at least lookEvery apart.
 	var next time.Time
 	look := func() bool {
 		if match == nil {
@@ -521,7 +521,7 @@ func (k *sshSession) wait(ctx context.Context, act *liveAction, deadline time.Ti
 		}
 		start := time.Now()
 		ok := match(k.screenText().String())
-		next = time.Now().Add(max(lookEvery, 2*time.Since(start)))
+		next = time.Now().Add(max(lookEvery, 5*time.Since(start)))
 		return ok
 	}
 	for {

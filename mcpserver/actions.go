@@ -71,6 +71,7 @@ func actionResult() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{
 		schemaFor[gateway.SSHExecOutput](), schemaFor[gateway.HTTPRequestOutput](),
 		schemaFor[gateway.SSHDownloadOutput](), schemaFor[gateway.SSHUploadOutput](), schemaFor[gateway.SSHExecManyOutput](),
+		schemaFor[gateway.SSHSessionOutput](),
 	}}
 }
 

@@ -69,8 +69,8 @@ const (
 // Write filters p into the writer. It returns len(p), nil, or the
 // writer's error.
 func (g *Guard) Write(p []byte) (int, error) {
-	if len(g.secrets) == 0 {
-		return g.w.Write(p)
+	if len(g.secrets) == 0 || len(g.held) == 0 && g.state == ground && !g.mayBegin(p) {
+		return g.w.Write(p) // nothing held, no code, no secret's first byte
 	}
 	for _, b := range p {
 		g.held = append(g.held, b)
@@ -80,6 +80,20 @@ func (g *Guard) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), g.decide(false)
+}
+
+// mayBegin reports whether p holds an escape, a backspace, or a
+// secret's first byte: what Write must look at byte by byte.
+func (g *Guard) mayBegin(p []byte) bool {
+	if bytes.IndexByte(p, 0x1b) >= 0 || bytes.IndexByte(p, '\b') >= 0 {
+		return true
+	}
+	for _, s := range g.secrets {
+		if bytes.IndexByte(p, s.Value[0]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // visible advances the escape state by b and reports whether b is a

@@ -15,8 +15,8 @@ import (
 // The emulator renders a few MB/s: a backlog renders within a fraction
 // of a second.
 const (
-	MaxBacklog  = 256 << 10
-	KeepOnReset = 64 << 10
+	MaxBacklog  = 64 << 10
+	KeepOnReset = 16 << 10
 )
 
 // A Screen renders a terminal's output. Write only queues (it never
