@@ -61,8 +61,9 @@ type Gateway struct {
 	redKnown []redact.Secret
 	learned  []learned
 
-	actions registry // running and recently finished actions, by handle
-	feed    atomic.Pointer[Feed]
+	actions  registry     // running and recently finished actions, by handle
+	sessions sessionCount // open terminal sessions (ssh_session.go)
+	feed     atomic.Pointer[Feed]
 	// approved holds the exact actions a person approved for a while,
 	// under the configuration they were asked under; gens numbers the
 	// configurations loaded (state.gen).

@@ -36,6 +36,10 @@ type sshTarget struct {
 	// sudoPassword (nil: sudo -n) is the keyring item sudoSecret's.
 	sudoSecret   string
 	sudoPassword []byte
+	// inputs are the values of allow_secret_input's items that loaded, and
+	// inputErrs why the others did not (see ssh_session.go).
+	inputs    map[string][]byte
+	inputErrs map[string]error
 	// where is user@host:port, as a person asked about a command is shown
 	// the target.
 	where string
@@ -161,6 +165,14 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 			t.Jump = proxyJump(t, c)
 		}
 		return t, nil
+	}
+	st.inputs, st.inputErrs = map[string][]byte{}, map[string]error{}
+	for _, name := range c.AllowSecretInput {
+		if v, err := secretBytes(name, values, errs); err != nil {
+			st.inputErrs[name] = err
+		} else {
+			st.inputs[name] = v
+		}
 	}
 	if st.sudoPassword, st.err = secretBytes(c.SudoSecret, values, errs); st.err != nil {
 		st.err = fmt.Errorf("target %q: %w", name, st.err)

@@ -22,6 +22,8 @@ var gatewayTools = []func(*mcp.Server, *toolEnv){
 	serve(gateway.HTTPRequestTool),
 	serve(gateway.SSHDownloadTool),
 	serve(gateway.SSHUploadTool),
+	serve(gateway.SSHSessionStartTool),
+	serve(gateway.SSHSessionSendTool),
 	serve(gateway.ReadOutputTool),
 	serve(gateway.SearchOutputTool),
 	serve(gateway.ActionStatusTool),
@@ -45,7 +47,7 @@ func addGatewayTools(s *mcp.Server, env *toolEnv) {
 // endpoint's methods; actionStatuses are the statuses list_actions can
 // filter by: running, and every way a started action ends.
 var (
-	streamNames    = []string{"stdout", "stderr", "body", "file"}
+	streamNames    = []string{"stdout", "stderr", "body", "file", "terminal", "recording"}
 	httpMethods    = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 	actionStatuses = []string{"running", "exited", "signaled", "output_limit", "ok", "http_error", "body_limit", "size_limit", "done", "timeout", "cancelled", "denied", "failed"}
 	inputEnums     = map[string]map[string][]string{
@@ -69,6 +71,7 @@ func actionResult() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{
 		schemaFor[gateway.SSHExecOutput](), schemaFor[gateway.HTTPRequestOutput](),
 		schemaFor[gateway.SSHDownloadOutput](), schemaFor[gateway.SSHUploadOutput](), schemaFor[gateway.SSHExecManyOutput](),
+		schemaFor[gateway.SSHSessionOutput](),
 	}}
 }
 

@@ -39,11 +39,11 @@ func TestToolSchemaEnums(t *testing.T) {
 		tool, property string
 		want           []any
 	}{
-		{"read_output", "stream", []any{"stdout", "stderr", "body", "file"}},
+		{"read_output", "stream", []any{"stdout", "stderr", "body", "file", "terminal", "recording"}},
 		{"read_output", "from", []any{"start", "end"}},
-		{"search_output", "stream", []any{"stdout", "stderr", "body", "file"}},
+		{"search_output", "stream", []any{"stdout", "stderr", "body", "file", "terminal", "recording"}},
 		{"ssh_upload", "encoding", []any{"utf8", "base64"}},
-		{"ssh_upload", "from_stream", []any{"stdout", "stderr", "body", "file"}},
+		{"ssh_upload", "from_stream", []any{"stdout", "stderr", "body", "file", "terminal", "recording"}},
 		{"http_request", "method", []any{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}},
 	}
 	for _, tt := range tests {

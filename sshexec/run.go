@@ -351,22 +351,22 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 		return nil, fmt.Errorf("target %q: %w", r.target.Name, err)
 	}
 	res.ConnectDuration = time.Since(r.start)
+	return r.wait(ctx, res)
+}
 
+// wait waits for the started command to end, or for ctx to end, when it
+// stops it (see stop), and completes res with how it ended.
+func (r *run) wait(ctx context.Context, res *Result) (*Result, error) {
 	var cause error
-wait:
-	for {
-		select {
-		case <-r.s.done:
-			if ctx.Err() != nil && stopStatus(ctx) == StatusOutputLimit {
-				cause = context.Cause(ctx) // the output was cut, even if the command ended
-			}
-			break wait
-		case <-ctx.Done():
-			cause = context.Cause(ctx)
-			stopped, why := r.stop()
-			res.RemoteStopped, res.Unverified = &stopped, why
-			break wait
+	select {
+	case <-r.s.done:
+		if ctx.Err() != nil && stopStatus(ctx) == StatusOutputLimit {
+			cause = context.Cause(ctx) // the output was cut, even if the command ended
 		}
+	case <-ctx.Done():
+		cause = context.Cause(ctx)
+		stopped, why := r.stop()
+		res.RemoteStopped, res.Unverified = &stopped, why
 	}
 
 	code, signal, msg := r.s.exit()

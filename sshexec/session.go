@@ -56,8 +56,16 @@ func startSession(ch ssh.Channel, reqs <-chan *ssh.Request, stdout, stderr, mark
 	s := &session{ch: ch, streamsDone: make(chan struct{}), done: make(chan struct{}), pgidDecided: make(chan struct{}), disarm: make(chan struct{})}
 	s.readers.Add(3)
 	s.stdin.Add(1) // see exec
-	go s.copy(stdout, ch, markerOn == stdout)
-	go s.copy(stderr, ch.Stderr(), markerOn == stderr)
+	go s.copy(stdout, ch, markerOn == stdout, 0)
+	go s.copy(stderr, ch.Stderr(), markerOn == stderr, 0)
+	s.start(reqs)
+	return s
+}
+
+// start starts the goroutine that drains the requests and the one that
+// closes streamsDone and done once the readers (three, added by the
+// caller: the streams' and the requests') and the stdin writer ended.
+func (s *session) start(reqs <-chan *ssh.Request) {
 	go s.requests(reqs)
 	go func() {
 		s.readers.Wait()
@@ -66,7 +74,6 @@ func startSession(ch ssh.Channel, reqs <-chan *ssh.Request, stdout, stderr, mark
 		s.stdin.Wait()
 		close(s.done)
 	}()
-	return s
 }
 
 type ptyRequestMsg struct {
@@ -174,14 +181,34 @@ func (s *session) requests(reqs <-chan *ssh.Request) {
 
 // copy drains r into w until end of file. With marker set, it removes the
 // wrapper's marker lines from the start and the supervisor's last line
-// from the end.
-func (s *session) copy(w io.Writer, r io.Reader, marker bool) {
+// from the end. With giveUp too, it stops looking for the wrapper's line
+// after that long and writes what it held back: on a terminal, whose
+// server may run something else than the wrapper (a ForceCommand), the
+// screen must not wait for a line that never comes.
+func (s *session) copy(w io.Writer, r io.Reader, marker bool, giveUp time.Duration) {
 	defer s.readers.Done()
 	buf := make([]byte, 64<<10)
+	var mu sync.Mutex // pending, marker and the writes to w, shared with the give-up timer
 	var pending, held []byte
 	tail := marker
+	if marker && giveUp > 0 {
+		t := time.AfterFunc(giveUp, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if marker {
+				marker = false
+				s.decide(wrapperInfo{})
+				if len(pending) > 0 {
+					w.Write(pending)
+				}
+				pending = nil
+			}
+		})
+		defer t.Stop()
+	}
 	for {
 		n, err := r.Read(buf)
+		mu.Lock()
 		if n > 0 {
 			data := buf[:n]
 			if marker {
@@ -211,13 +238,17 @@ func (s *session) copy(w io.Writer, r io.Reader, marker bool) {
 				w.Write(data)
 			}
 		}
+		mu.Unlock()
 		if err != nil {
 			break
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if marker && len(pending) > 0 {
 		w.Write(pending)
 	}
+	marker = false
 	if len(held) > 0 {
 		if s.reapedLine(held, false) {
 			s.reaped.Store(true)

@@ -28,7 +28,7 @@ func copyMarked(stream []byte, chunk int) (out []byte, pgid int64) {
 	s := &session{pgidDecided: make(chan struct{})}
 	var buf bytes.Buffer
 	s.readers.Add(1)
-	s.copy(&buf, &chunkReader{stream, chunk}, true)
+	s.copy(&buf, &chunkReader{stream, chunk}, true, 0)
 	s.decide(wrapperInfo{})
 	return buf.Bytes(), s.wrapper.pgid
 }
@@ -103,7 +103,7 @@ func FuzzReaped(f *testing.F) {
 		s := &session{pgidDecided: make(chan struct{})}
 		var buf bytes.Buffer
 		s.readers.Add(1)
-		s.copy(&buf, &chunkReader{stream, int(chunk) + 1}, true)
+		s.copy(&buf, &chunkReader{stream, int(chunk) + 1}, true, 0)
 		want := body
 		wantReaped := last
 		if !last && bytes.HasSuffix(body, []byte(reapedMarker+nonce+"\n")) || !last && bytes.HasSuffix(body, []byte(reapedMarker+nonce+"\r\n")) {

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/actiongw/actiongw/internal/audit"
+	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/secrets"
 )
 
@@ -23,6 +27,10 @@ const auditUsage = `Usage:
                                               rotated files); -f: and follow
   actiongw audit seal [-config PATH]          move a damaged audit log aside and
                                               start a new chain that names it
+  actiongw audit recording [-config PATH] HANDLE
+                                              print a finished terminal
+                                              session's asciicast v2 recording
+                                              (asciinema play FILE replays it)
 
 The audit key and the checkpoint are read from the OS keyring (items
 actiongw-audit-key and actiongw-audit-checkpoint-*); without them verify says
@@ -41,11 +49,13 @@ func (c *cli) audit(ctx context.Context, args []string) error {
 		return c.auditTail(ctx, args[1:])
 	case "seal":
 		return c.auditSeal(ctx, args[1:])
+	case "recording":
+		return c.auditRecording(args[1:])
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, auditUsage)
 		return nil
 	}
-	return &usageError{fmt.Sprintf("audit: unknown subcommand %q (want verify, tail or seal)", args[0])}
+	return &usageError{fmt.Sprintf("audit: unknown subcommand %q (want verify, tail, seal or recording)", args[0])}
 }
 
 func (c *cli) auditVerify(ctx context.Context, args []string) error {
@@ -153,6 +163,56 @@ func (c *cli) auditTail(ctx context.Context, args []string) error {
 	})
 }
 
+// auditRecording prints the recording of a finished terminal session
+// (the spool's stream "recording" of its handle), its JSON with every
+// control character escaped: a recording holds what a remote program
+// drew, which must not reach the person's terminal as codes.
+func (c *cli) auditRecording(args []string) error {
+	fs := c.flags("audit recording", "audit recording [-config PATH] HANDLE")
+	configPath := configFlag(fs)
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return &usageError{"audit recording: give the handle of an ssh_session_start"}
+	}
+	cfg, err := c.loadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	w := &controlEscaper{w: c.stdout}
+	err = output.CopyFinished(filepath.Join(cfg.Server.StateDir, "spool"), fs.Arg(0), "recording", w, func(r output.ByteRange) {
+		fmt.Fprintf(c.stderr, "actiongw: bytes %d to %d of the recording were not kept (retain_head_bytes, retain_tail_bytes)\n", r.Start, r.End)
+	})
+	if err != nil {
+		return fmt.Errorf("audit recording: %w", err)
+	}
+	return nil
+}
+
+// controlEscaper writes JSON text with its C0 and C1 controls and DEL
+// (which JSON strings may hold raw) as \u escapes; newlines stay.
+type controlEscaper struct{ w io.Writer }
+
+func (e *controlEscaper) Write(p []byte) (int, error) {
+	n := len(p)
+	var b strings.Builder
+	for len(p) > 0 {
+		r, n := utf8.DecodeRune(p)
+		switch {
+		case r == '\n':
+			b.WriteByte('\n')
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.Write(p[:n])
+		}
+		p = p[n:]
+	}
+	_, err := io.WriteString(e.w, b.String())
+	return n, err
+}
+
 // plainWord is v as it is when it is one word of printable ASCII, as a
 // target's name is, else quoted in ASCII: the target of a fan-out is the
 // agent's globs, which may hold terminal controls or a right-to-left
@@ -182,6 +242,9 @@ func formatAuditRecord(r *audit.Record) string {
 		}
 	}
 	add("command", r.Command)
+	add("input", r.Input)
+	add("keys", r.Keys)
+	add("secret", r.Secret)
 	// What else decides what ran: as root, where, with which variables,
 	// from which earlier stream.
 	if r.Sudo {

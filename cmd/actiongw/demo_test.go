@@ -294,7 +294,7 @@ func inspectorInstalled() bool {
 
 // allTools is what tools/list gives, sorted.
 var allTools = []string{"action_status", "cancel_action", "health", "http_request", "list_actions", "list_targets",
-	"read_output", "search_output", "ssh_download", "ssh_exec", "ssh_exec_many", "ssh_upload"}
+	"read_output", "search_output", "ssh_download", "ssh_exec", "ssh_exec_many", "ssh_session_send", "ssh_session_start", "ssh_upload"}
 
 // nodeOutput runs a Node.js program (name and args) with env and returns
 // its stdout and stderr, failing t when it fails. It runs in a process group of its

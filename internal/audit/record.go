@@ -58,6 +58,12 @@ type Record struct {
 	// before the action could run, in order, with their answers.
 	Approvals []Approval `json:"approvals,omitempty"`
 
+	// Input, typed into a terminal session: the text, the named keys
+	// (space-separated) and the keyring item whose value was typed.
+	Input  string `json:"input,omitempty"`
+	Keys   string `json:"keys,omitempty"`
+	Secret string `json:"secret,omitempty"`
+
 	// Outcome.
 	Status     string            `json:"status,omitempty"`
 	ExitCode   *int              `json:"exit_code,omitempty"`
@@ -98,6 +104,9 @@ const (
 	KindIntent Kind = "intent"
 	// KindOutcome says how an action ended.
 	KindOutcome Kind = "outcome"
+	// KindInput is what was typed into a running terminal session, by
+	// its handle: Input (redacted), Keys by name, Secret by name.
+	KindInput Kind = "input"
 	// KindKey starts the keyed part of a log: it and every record after
 	// it carry a MAC.
 	KindKey Kind = "key"
@@ -174,8 +183,8 @@ const MaxApprovals = 10
 // refuses what no record may be.
 func prepare(rec *Record, redact func(string) string) (*Record, error) {
 	switch {
-	case rec.Kind != KindIntent && rec.Kind != KindOutcome:
-		return nil, fmt.Errorf("audit log: a record of kind %q cannot be appended (want intent or outcome)", rec.Kind)
+	case rec.Kind != KindIntent && rec.Kind != KindOutcome && rec.Kind != KindInput:
+		return nil, fmt.Errorf("audit log: a record of kind %q cannot be appended (want intent, outcome or input)", rec.Kind)
 	case len(rec.Streams) > maxStreams:
 		return nil, fmt.Errorf("audit log: an outcome with %d streams (at most %d)", len(rec.Streams), maxStreams)
 	}
@@ -211,6 +220,7 @@ func prepare(rec *Record, redact func(string) string) (*Record, error) {
 		{"command", &r.Command}, {"cwd", &r.Cwd}, {"env", &r.Env}, {"method", &r.Method}, {"path", &r.Path},
 		{"decision", &r.Decision}, {"rule", &r.Rule}, {"status", &r.Status},
 		{"signal", &r.Signal}, {"reason", &r.Reason}, {"source", &r.Source}, {"sha256", &r.SHA256},
+		{"input", &r.Input}, {"keys", &r.Keys}, {"secret", &r.Secret},
 	} {
 		if redact != nil {
 			*f.s = redact(*f.s)

@@ -63,6 +63,9 @@ type Server struct {
 	// Background actions also count against max_concurrent_actions and
 	// their target's max_concurrent.
 	MaxBackgroundActions int `toml:"max_background_actions" default:"8"`
+	// MaxTerminalSessions bounds the terminal sessions (ssh_session_start)
+	// open at once on all targets; each is also a background action.
+	MaxTerminalSessions int `toml:"max_terminal_sessions" default:"4"`
 	// MaxConcurrentReads bounds read_output and search_output calls
 	// running at once; more wait for a turn.
 	MaxConcurrentReads int `toml:"max_concurrent_reads" default:"4"`

@@ -132,6 +132,19 @@ type SSHTarget struct {
 	Certificate       string `toml:"certificate"`
 	CertificateSecret string `toml:"certificate_secret"`
 
+	// AllowSessions lets ssh_session_start open interactive terminal
+	// sessions on the target (docs/sessions.md); default false. approve
+	// and allow_commands apply to what the session runs (the command, or
+	// the login shell as sshexec.LoginShell). AllowSecretInput names the
+	// keyring items ssh_session_send may type into a session (secret:
+	// NAME), never shown to the agent. MaxTerminalSessions bounds the
+	// sessions open at once on the target; SessionIdleTimeout ends a
+	// session nobody sent input to for that long.
+	AllowSessions       bool          `toml:"allow_sessions"`
+	AllowSecretInput    []string      `toml:"allow_secret_input"`
+	MaxTerminalSessions int           `toml:"max_terminal_sessions" default:"2"`
+	SessionIdleTimeout  time.Duration `toml:"session_idle_timeout" default:"10m"`
+
 	// Set from the ssh config when host is a Host alias in it, when the
 	// config loads; no TOML keys. HostKeyAlias is the name known_hosts
 	// records the host key under, empty for host:port. ConnectTimeout
@@ -324,7 +337,7 @@ func (c *Config) SecretNames() []string {
 // SecretNames returns the keyring items the target itself uses (not those
 // of its jump host), sorted and without duplicates.
 func (t *SSHTarget) SecretNames() []string {
-	return secretNames(t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret)
+	return secretNames(append([]string{t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret}, t.AllowSecretInput...)...)
 }
 
 // SecretNames returns the keyring items the endpoint uses, sorted and

@@ -82,6 +82,9 @@ func (s *Server) validate(p *problems) {
 	if s.Wait < 0 {
 		p.bad("server.wait", "must not be negative, got %s", s.Wait)
 	}
+	if s.MaxTerminalSessions < 0 {
+		p.bad("server.max_terminal_sessions", "must not be negative, got %d", s.MaxTerminalSessions)
+	}
 	if s.MaxBackgroundActions < 0 {
 		p.bad("server.max_background_actions", "must not be negative, got %d", s.MaxBackgroundActions)
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/sshexec"
@@ -174,6 +175,17 @@ func validateSSHOptions(p *problems, f string, t *SSHTarget) {
 		"key_secret": t.KeySecret, "passphrase_secret": t.PassphraseSecret, "password_secret": t.PasswordSecret,
 		"sudo_secret": t.SudoSecret,
 	})...)
+	for i, name := range t.AllowSecretInput {
+		p.add(checkSecretNames(f, map[string]string{fmt.Sprintf("allow_secret_input[%d]", i): name})...)
+	}
+	switch {
+	case len(t.AllowSecretInput) > 0 && !t.AllowSessions:
+		p.bad(f+".allow_secret_input", "is set but allow_sessions is not: secrets are typed into terminal sessions only")
+	case t.MaxTerminalSessions < 1:
+		p.bad(f+".max_terminal_sessions", "must be at least 1")
+	case t.SessionIdleTimeout < time.Second:
+		p.bad(f+".session_idle_timeout", "must be at least 1s")
+	}
 	p.add(checkCertificate(f, t)...)
 	p.add(checkNoInline(f, t.Description, t.Host, t.User)...)
 }
