@@ -437,3 +437,31 @@ func TestProcsCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyLostItsOutput: a wrapper's shell that a PIPE ends (its output,
+// the session, is gone: the client was lost) before the dead-man watcher
+// fires is a stop for the supervisor, which otherwise took it for the
+// command's own end and left an escapee that cleared its environment and
+// left the group to pid 1.
+func TestBodyLostItsOutput(t *testing.T) {
+	requireEscapees(t)
+	e := escapees[0]
+	for _, sh := range loginShells {
+		t.Run(sh.name, func(t *testing.T) {
+			s := sshtest.Start(t, sshtest.Options{Shell: sh.shell})
+			p := newPool(t)
+			dir := s.UserDir(t)
+			// Before, the escapee kept the session open, and the call with it.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := p.Run(ctx, target(s), Request{Command: escapeeCommand(e, dir, "while [ ! -s pid ]; do sleep 0.1; done; kill -PIPE $$; sleep 1000")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := leftBehind(t, dir)
+			if !sshtest.WaitGone(pid, 60*time.Second) {
+				t.Errorf("%s %d (%s) still runs after its wrapper's shell died of PIPE (result %+v)", e.name, pid, proc.Name(pid), res)
+			}
+		})
+	}
+}

@@ -226,8 +226,9 @@ END {
 // login shell, with sub=1; off a terminal, in a process group of its own,
 // the command's) and reaps every child until the body ends. A
 // command that ends by itself ends it, so what the command leaves running
-// on purpose stays (and goes to pid 1). A TERM, HUP (the terminal hung up),
-// INT or QUIT starts a stop instead: it survives it (a handler, which its
+// on purpose stays (and goes to pid 1); a body ended by HUP or PIPE lost
+// its client, and that is a stop. A TERM, HUP (the terminal hung up),
+// INT or QUIT starts a stop too: it survives it (a handler, which its
 // children do not inherit, unlike an ignored signal), sends TERM to all
 // its descendants, KILL after ARGV[0] (the grace) seconds and every second after, and
 // ends only when it has no child left: when every process the command
@@ -284,6 +285,10 @@ for (;;) {
 	last if $p < 0;
 	next if $p != $k;
 	$cst = $?;
+	# A body that a HUP or a PIPE ended lost its client (its terminal, the
+	# session its output went to): a stop, as the watcher's TERM would be,
+	# which may come only after this process would have ended.
+	if (!$stop && (($cst & 127) == 1 || ($cst & 127) == 13)) { $stop = 1; kill 'TERM', kids(); alarm $g }
 	last unless $stop;
 }
 if ($stop) {
