@@ -22,6 +22,7 @@ import (
 	"github.com/actiongw/actiongw/internal/output"
 	"github.com/actiongw/actiongw/internal/testkit/proc"
 	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/crypto/ssh"
 )
@@ -34,12 +35,14 @@ func (l latencies) report(b *testing.B, prefix string) {
 		return
 	}
 	slices.Sort(l)
-	at := func(q float64) float64 {
-		return float64(l[min(len(l)-1, int(q*float64(len(l))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(at(0.50), prefix+"p50-ms")
-	b.ReportMetric(at(0.95), prefix+"p95-ms")
+	b.ReportMetric(l.at(0.50), prefix+"p50-ms")
+	b.ReportMetric(l.at(0.95), prefix+"p95-ms")
 	b.ReportMetric(0, "ns/op") // the percentiles are the figures
+}
+
+// at is the q quantile of l, sorted, in ms.
+func (l latencies) at(q float64) float64 {
+	return float64(l[min(len(l)-1, int(q*float64(len(l))))].Microseconds()) / 1000
 }
 
 // BenchmarkMCPSSHExecTrue is `ssh_exec true` through MCP on a warm
@@ -54,6 +57,109 @@ func BenchmarkMCPSSHExecTrue(b *testing.B) {
 		l = append(l, time.Since(start))
 	}
 	l.report(b, "")
+}
+
+// stallFor is how long the stalled consoles of
+// BenchmarkMCPSSHExecTrueStalledConsole read nothing: the issue's 60 s.
+const stallFor = 60 * time.Second
+
+// BenchmarkMCPSSHExecTrueStalledConsole is warm `ssh_exec true` on two
+// serves, alternating, for stallFor: one has two consoles that read
+// nothing, a feed.Watcher whose Events nobody reads (a frozen tab) and a
+// connection to its socket that reads nothing (a suspended console
+// process); the other has none. The two serves make the same calls and
+// keep the same history at the same time, so the p50s (target: within
+// 1.1x) and the RSS peaks compare. The bound on what the stalled
+// consoles cost, from the feed's queues: a console that does not read
+// costs serve its queue (1024 frames or 1 MiB, whichever is less), as
+// much again in the frames its blocked writer holds, and a snapshot; the
+// Watcher reads its socket, so 2 MiB and a snapshot here.
+func BenchmarkMCPSSHExecTrueStalledConsole(b *testing.B) {
+	stalledServe, quietServe := startServed(b, "signal"), startServed(b, "signal")
+	rss := func(s *served) float64 {
+		v, err := proc.Memory(s.client.Pid(), "VmRSS")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(v) / (1 << 20)
+	}
+	call := func(s *served, l *latencies) {
+		start := time.Now()
+		s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"})
+		*l = append(*l, time.Since(start))
+	}
+	var stalled, quiet, warm latencies
+	call(stalledServe, &warm)
+	call(quietServe, &warm)
+	var stalledBefore, quietBefore, stalledPeak, quietPeak float64
+	var missed int
+	for b.Loop() {
+		stalledBefore, quietBefore = rss(stalledServe), rss(quietServe)
+		stalledPeak, quietPeak = stalledBefore, quietBefore
+		connected := strings.Count(stalledServe.stderr.String(), "a console connected")
+		ctx, cancel := context.WithCancel(context.Background())
+		w := feed.Watch(ctx, stalledServe.state) // its Events are never read
+		raw := dialServe(b, stalledServe.state)
+		testenv.WaitFor(b, time.Minute, "the two consoles connected", func() bool {
+			return strings.Count(stalledServe.stderr.String(), "a console connected") >= connected+2
+		})
+		for i, until := 0, time.Now().Add(stallFor); time.Now().Before(until); i++ {
+			if i%2 == 0 {
+				call(stalledServe, &stalled)
+				call(quietServe, &quiet)
+			} else {
+				call(quietServe, &quiet)
+				call(stalledServe, &stalled)
+			}
+			stalledPeak, quietPeak = max(stalledPeak, rss(stalledServe)), max(quietPeak, rss(quietServe))
+		}
+		// The socket's console reads at last: it is told what it missed.
+		missed = readMissed(b, raw)
+		raw.Close()
+		cancel()
+		w.Wait()
+	}
+	quiet.report(b, "no-console-")
+	stalled.report(b, "stalled-console-")
+	b.ReportMetric(stalled.at(0.50)/quiet.at(0.50), "p50-ratio")
+	b.ReportMetric(quietBefore, "no-console-rss-before-MiB")
+	b.ReportMetric(quietPeak, "no-console-rss-peak-MiB")
+	b.ReportMetric(stalledBefore, "stalled-console-rss-before-MiB")
+	b.ReportMetric(stalledPeak, "stalled-console-rss-peak-MiB")
+	b.ReportMetric(float64(missed), "socket-console-missed")
+	b.ReportMetric(float64(len(stalled))/stallFor.Seconds()/float64(b.N), "calls/s-each")
+}
+
+// dialServe connects to the socket of the one serve on state, as a
+// console would, and returns the connection, not read.
+func dialServe(b *testing.B, state string) net.Conn {
+	socks, err := filepath.Glob(filepath.Join(feed.Dir(state), "*.sock"))
+	if err != nil || len(socks) != 1 {
+		b.Fatalf("the serve's sockets: %q, %v; want one", socks, err)
+	}
+	c, err := net.Dial("unix", socks[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// readMissed reads c's frames until one says how many events it missed,
+// and returns that number.
+func readMissed(b *testing.B, c net.Conn) int {
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	dec := json.NewDecoder(c)
+	for {
+		var f struct {
+			Event *feed.Event `json:"event"`
+		}
+		if err := dec.Decode(&f); err != nil {
+			b.Fatalf("the stalled console, reading at last, was never told it missed events: %v", err)
+		}
+		if f.Event != nil && f.Event.Missed > 0 {
+			return f.Event.Missed
+		}
+	}
 }
 
 // BenchmarkOpenSSHTrue is a fresh `ssh host true` with the OpenSSH client

@@ -5,12 +5,17 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actiongw/actiongw/internal/redact"
 	"github.com/actiongw/actiongw/internal/testkit/browsertest"
@@ -57,14 +62,58 @@ func TestConsoleRefusesNonLoopback(t *testing.T) {
 	}
 }
 
+// answerInPage clicks answer on the page's question whose text holds
+// what, once it shows, and returns the text the page shows for it.
+func answerInPage(t *testing.T, tab context.Context, what, answer string) string {
+	t.Helper()
+	text := browsertest.WaitText(t, tab, "#questions .qtext", what)
+	clicked := browsertest.Eval[bool](t, tab, `(() => {
+		const card = [...document.querySelectorAll("#questions .question")].find(c => c.querySelector(".qtext").textContent.includes(`+browsertest.JSString(what)+`));
+		const b = card && card.querySelector(`+browsertest.JSString(`button[data-answer="`+answer+`"]`)+`);
+		if (!b) return false;
+		b.click();
+		return true;
+	})()`)
+	if !clicked {
+		t.Fatalf("the question about %q has no %s button", what, answer)
+	}
+	return text
+}
+
+// callInBackground calls tool through call on a goroutine the test waits
+// for, and returns where its result arrives (nil: the call failed, which
+// it reports, or a t.Fatal in call).
+func callInBackground(t *testing.T, call func(context.Context, string, map[string]any) (*mcp.CallToolResult, error), tool string, args map[string]any) <-chan *mcp.CallToolResult {
+	done := make(chan *mcp.CallToolResult, 1)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	wg.Go(func() {
+		var r *mcp.CallToolResult
+		defer func() { done <- r }() // also after a t.Fatal in call
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var err error
+		if r, err = call(ctx, tool, args); err != nil {
+			t.Errorf("%s %v: %v", tool, args, err)
+		}
+	})
+	return done
+}
+
 // TestConsoleEndToEnd: real serves, the real feed, the real console, a
 // real browser. A command's output appears in the page, markup in it
-// shows as text, Stop stops it with remote_stopped, the audit view shows
-// the records verified; and no response of the whole session holds any
-// form of a secret.
+// shows as text, Stop stops it with remote_stopped; questions of serves
+// with [approval] via = "console" and "either" are answered in the page,
+// the approved command runs and the denied one is refused, both audited
+// via console; the audit view shows the records verified; and no
+// response of the whole session holds any form of a secret.
 func TestConsoleEndToEnd(t *testing.T) {
 	b := browsertest.Start(t)
-	s := startServed(t, "signal")
+	s := startApprovals(t, `via = "console"`)
+	// A second serve on the state directory, via either, whose client
+	// declares no elicitation: its question goes to the console too.
+	eitherCfg := withVia(t, s, "either")
+	either := hostClient(t, s, eitherCfg, nil)
 	loginURL := startConsole(t, s)
 
 	// What the agent does before and while the person watches: the token
@@ -98,6 +147,58 @@ func TestConsoleEndToEnd(t *testing.T) {
 	}
 	browsertest.Do(t, tab, "stop", chromedp.Click(chromedp.CSS(`tr[data-handle="`+handle+`"] button.stop`)))
 	browsertest.WaitText(t, tab, `tr[data-handle="`+handle+`"] td.status`, "remote_stopped: true")
+
+	// Questions only the console can answer: one approved, one denied
+	// (its text carries markup, shown as text), and one of the serve
+	// via either, approved.
+	approved, deniedFile := "echo console-approved", filepath.Join(s.userDir, "console-denied")
+	denied := fmt.Sprintf("touch %s; echo '<img src=x onerror=window.__xss=3><script>window.__xss=4</script>'", deniedFile)
+	eitherCmd := "echo either-approved"
+	with := func(cmd string) map[string]any { return map[string]any{"target": "always", "command": cmd} }
+	viaConsole := func(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		return s.client.CallTool(ctx, tool, args, nil)
+	}
+	viaEither := func(_ context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		return either(tool, args), nil
+	}
+	approvedDone := callInBackground(t, viaConsole, "ssh_exec", with(approved))
+	deniedDone := callInBackground(t, viaConsole, "ssh_exec", with(denied))
+	eitherDone := callInBackground(t, viaEither, "ssh_exec", with(eitherCmd))
+	browsertest.WaitText(t, tab, "#question-count", "3")
+	browsertest.Do(t, tab, "approvals", chromedp.Click(chromedp.CSS(`button[data-view="approvals"]`)))
+	answerInPage(t, tab, approved, "approve")
+	qtext := answerInPage(t, tab, "console-denied", "decline")
+	if !strings.Contains(qtext, "<img src=x onerror=window.__xss=3><script>window.__xss=4</script>") {
+		t.Errorf("the question shows %q; want its markup as text", qtext)
+	}
+	answerInPage(t, tab, eitherCmd, "approve")
+	browsertest.WaitText(t, tab, "#no-questions", "No question")
+	if n := browsertest.Eval[int](t, tab, `document.querySelectorAll("main img, main script").length`); n != 0 {
+		t.Errorf("the page holds %d img or script elements made of the question", n)
+	}
+	if r := <-approvedDone; r == nil || r.IsError || !strings.Contains(resultText(r), "console-approved") {
+		t.Errorf("approved in the page: %v", r)
+	}
+	if r := <-deniedDone; r == nil || !r.IsError || !strings.Contains(resultText(r), "the person at the console declined it") {
+		t.Errorf("denied in the page: %v", r)
+	}
+	if r := <-eitherDone; r == nil || r.IsError || !strings.Contains(resultText(r), "either-approved") {
+		t.Errorf("approved in the page, via either: %v", r)
+	}
+	if _, err := os.Stat(deniedFile); err == nil {
+		t.Error("the command denied in the page ran")
+	}
+	for _, c := range []struct{ cmd, answer, decision string }{{approved, "approve", "allow"}, {denied, "decline", "deny"}, {eitherCmd, "approve", "allow"}} {
+		in := intentOf(t, s.state, c.cmd)
+		if len(in.Approvals) != 1 || in.Approvals[0].Answer != c.answer || in.Approvals[0].Via != "console" || in.Decision != c.decision {
+			t.Errorf("intent of %q: decision %q, approvals %+v; want %s, answered %s via console", c.cmd, in.Decision, in.Approvals, c.decision, c.answer)
+		}
+		if c.answer == "decline" {
+			if out := outcomeOfHandle(t, s.state, in); out.Status != "denied" {
+				t.Errorf("outcome of %q: %+v; want denied", c.cmd, out)
+			}
+		}
+	}
 
 	browsertest.Do(t, tab, "audit", chromedp.Click(chromedp.CSS(`button[data-view="audit"]`)))
 	browsertest.WaitText(t, tab, "#chain .state", "verified")

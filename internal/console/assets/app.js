@@ -111,6 +111,12 @@ function notice(text) {
 
 const MAX_STREAM = 256 * 1024; // what the page keeps of one stream
 
+// SHOWN is how many finished actions the live view draws at first, and
+// adds for each "show older": a table of a thousand rows takes longer to
+// lay out than the person waits for the page (running actions and the
+// selected one are always drawn).
+const SHOWN = 100;
+
 const state = {
   serves: new Map(),    // id -> serve
   actions: new Map(),   // serve + "\0" + handle -> action
@@ -118,6 +124,7 @@ const state = {
   outputs: new Map(),   // key -> {stream -> {text, end, dropped}}
   questions: new Map(), // serve + "\0" + id -> question
   selected: "",
+  shown: SHOWN,         // finished actions the table draws
 };
 
 function keyOf(serve, id) { return serve + "\0" + id; }
@@ -164,18 +171,29 @@ function sortedActions() {
 function renderActions() {
   const tbody = document.querySelector("#actions tbody");
   state.rows = new Map();
+  const sorted = sortedActions();
   const frag = document.createDocumentFragment();
-  for (const [k, a] of sortedActions()) {
+  let finished = 0;
+  for (const [k, a] of sorted) {
+    if (a.status !== "running" && k !== state.selected && finished++ >= state.shown) continue;
     const tr = document.createElement("tr");
     fillRow(tr, k, a);
     state.rows.set(k, tr);
     frag.append(tr);
   }
   tbody.replaceChildren(frag);
+  renderOlder();
   if (!state.selected || !state.actions.has(state.selected)) {
-    const running = sortedActions().find(([, a]) => a.status === "running");
+    const running = sorted.find(([, a]) => a.status === "running");
     if (running) select(running[0]); else renderOutput();
   } else renderOutput();
+}
+
+// renderOlder says how many actions the table leaves out.
+function renderOlder() {
+  const n = state.actions.size - state.rows.size;
+  document.getElementById("older").hidden = n <= 0;
+  document.getElementById("older-count").textContent = n + " older finished " + (n === 1 ? "action" : "actions") + " not shown";
 }
 
 function statusText(a) {
@@ -219,6 +237,12 @@ function upsertAction(a) {
   const isNew = !state.actions.has(k);
   state.actions.set(k, a);
   let tr = state.rows.get(k);
+  if (!tr && !isNew) {
+    // An older action the table leaves out.
+    renderOlder();
+    if (k === state.selected) renderOutputTitle();
+    return;
+  }
   if (!tr) {
     tr = document.createElement("tr");
     state.rows.set(k, tr);
@@ -526,6 +550,7 @@ function show(name) {
   if (load) load().catch(err => notice("could not load the " + name + ": " + err.message));
 }
 
+// connect follows the event stream, and returns it.
 function connect() {
   const conn = document.getElementById("conn");
   const es = new EventSource("/api/events");
@@ -537,19 +562,25 @@ function connect() {
     conn.className = "conn down";
     conn.textContent = es.readyState === EventSource.CLOSED ? "disconnected (reload the page)" : "reconnecting…";
   });
+  return es;
 }
 
 async function main() {
   for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => show(b.dataset.view));
+  document.getElementById("show-older").addEventListener("click", () => { state.shown += 5 * SHOWN; renderActions(); });
   document.getElementById("f-apply").addEventListener("click", () => loadAudit().catch(err => notice("could not load the audit log: " + err.message)));
+  // The session and the event stream at once: the first paint waits
+  // for the stream's snapshot, not for a round trip more.
+  const session = getJSON("/api/session");
+  show("live");
+  const es = connect();
   try {
-    csrf = (await getJSON("/api/session")).csrf;
+    csrf = (await session).csrf;
   } catch (err) {
+    es.close();
     notice("not logged in: open the login URL the console printed on its terminal");
     return;
   }
-  show("live");
-  connect();
   setInterval(() => {
     for (const [k, tr] of state.rows) {
       const a = state.actions.get(k);
