@@ -174,22 +174,29 @@ func (k *sshExec) question() *Question {
 func (out *SSHExecOutput) describe(command string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ssh_exec %q on %s: %s", output.Clip(command, 200), out.Target, out.Status)
+	describeEnd(&b, out.ExitCode, out.Signal, out.DurationMS, out.Reason, out.RemoteStopped, "The remote command was", "The remote command could")
+	return b.String()
+}
+
+// describeEnd goes on from a remote command's status: how it ended, after
+// how long, why, and whether it was stopped and verified gone (was and
+// could begin those sentences).
+func describeEnd(b *strings.Builder, exitCode *int, signal string, durationMS int64, reason string, remoteStopped *bool, was, could string) {
 	switch {
-	case out.ExitCode != nil:
-		fmt.Fprintf(&b, " with exit code %d", *out.ExitCode)
-	case out.Signal != "":
-		fmt.Fprintf(&b, " by signal %s", out.Signal)
+	case exitCode != nil:
+		fmt.Fprintf(b, " with exit code %d", *exitCode)
+	case signal != "":
+		fmt.Fprintf(b, " by signal %s", signal)
 	}
-	fmt.Fprintf(&b, " after %d ms.", out.DurationMS)
-	if out.Reason != "" {
-		fmt.Fprintf(&b, " Reason: %s.", out.Reason)
+	fmt.Fprintf(b, " after %d ms.", durationMS)
+	if reason != "" {
+		fmt.Fprintf(b, " Reason: %s.", reason)
 	}
-	if out.RemoteStopped != nil {
-		if *out.RemoteStopped {
-			b.WriteString(" The remote command was stopped and verified gone.")
+	if remoteStopped != nil {
+		if *remoteStopped {
+			fmt.Fprintf(b, " %s stopped and verified gone.", was)
 		} else {
-			b.WriteString(" The remote command could NOT be verified stopped.")
+			fmt.Fprintf(b, " %s NOT be verified stopped.", could)
 		}
 	}
-	return b.String()
 }

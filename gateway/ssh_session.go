@@ -459,23 +459,7 @@ func (k *sshSession) finish(e *ended) *result {
 func (out *SSHSessionOutput) describe(command string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Terminal session %s (%q on %s): %s", out.Handle, output.Clip(command, 200), out.Target, out.Status)
-	switch {
-	case out.ExitCode != nil:
-		fmt.Fprintf(&b, " with exit code %d", *out.ExitCode)
-	case out.Signal != "":
-		fmt.Fprintf(&b, " by signal %s", out.Signal)
-	}
-	fmt.Fprintf(&b, " after %d ms.", out.DurationMS)
-	if out.Reason != "" {
-		fmt.Fprintf(&b, " Reason: %s.", out.Reason)
-	}
-	if out.RemoteStopped != nil {
-		if *out.RemoteStopped {
-			b.WriteString(" Its processes were stopped and verified gone.")
-		} else {
-			b.WriteString(" Its processes could NOT be verified stopped.")
-		}
-	}
+	describeEnd(&b, out.ExitCode, out.Signal, out.DurationMS, out.Reason, out.RemoteStopped, "Its processes were", "Its processes could")
 	if out.Matched != nil {
 		fmt.Fprintf(&b, " wait_for matched: %v.", *out.Matched)
 	}
