@@ -247,8 +247,16 @@ func TestHostileSecretLearnedWhileStreaming(t *testing.T) {
 		case "/stream":
 			fmt.Fprintln(w, "streaming")
 			w.(http.Flusher).Flush()
-			// Split across writes, as a log line may come.
-			line := "seen: " + <-echo + "\n"
+			// Split across writes, as a log line may come. A test that
+			// failed before its echo ends the wait with the server's Close,
+			// which would wait for this handler.
+			var seen string
+			select {
+			case seen = <-echo:
+			case <-r.Context().Done():
+				return
+			}
+			line := "seen: " + seen + "\n"
 			fmt.Fprint(w, line[:12])
 			w.(http.Flusher).Flush()
 			fmt.Fprint(w, line[12:])
