@@ -10,17 +10,14 @@ import (
 
 	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // waitOutput waits, up to a generous deadline, until buf holds want.
 func waitOutput(t *testing.T, buf *syncbuf.Buffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(buf.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the terminal never showed %q; it showed %q", want, buf.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Eventually(30*time.Second, func() bool { return strings.Contains(buf.String(), want) }) {
+		t.Fatalf("the terminal never showed %q; it showed %q", want, buf.String())
 	}
 }
 

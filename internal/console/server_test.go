@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 	"io/fs"
 	"net"
 	"net/http"
@@ -379,13 +380,8 @@ func TestEventStreamBounded(t *testing.T) {
 
 func mustURL(s string) *url.URL { u, _ := url.Parse(s); return u }
 
+// waitFor is testenv.WaitFor with the console tests' deadline.
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 30*time.Second, what, ok)
 }
