@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -329,19 +327,7 @@ func TestStopCensus(t *testing.T) {
 	p := newPool(t)
 	tg := target(s)
 	tg.User, tg.noSubreaper = censusUser, true
-	userDir := func(t *testing.T) string {
-		dir := s.UserDir(t)
-		u, err := user.Lookup(censusUser)
-		if err != nil {
-			t.Fatal(err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
+	userDir := func(t *testing.T) string { return s.UserDirOf(t, censusUser) }
 	t.Run("nothing left behind", func(t *testing.T) {
 		dir := userDir(t)
 		ctx, cancel := context.WithCancelCause(context.Background())

@@ -406,6 +406,12 @@ func (s *Server) stop() {
 // markers).
 func (s *Server) UserDir(t testing.TB) string {
 	t.Helper()
+	return s.UserDirOf(t, s.User)
+}
+
+// UserDirOf is UserDir for the files of another account, name.
+func (s *Server) UserDirOf(t testing.TB, name string) string {
+	t.Helper()
 	dir, err := os.MkdirTemp(s.Dir, "user-")
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +419,7 @@ func (s *Server) UserDir(t testing.TB) string {
 	if os.Geteuid() != 0 {
 		return dir // the login user made it
 	}
-	u, err := user.Lookup(s.User)
+	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
