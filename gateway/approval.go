@@ -33,6 +33,18 @@ type Approver interface {
 	Ask(ctx context.Context, q *Question) (Answer, time.Duration, error)
 }
 
+// Pointer is an Approver that can also send the person to the console's
+// page where a question waits (MCP URL-mode elicitation), for a question
+// only the console answers.
+type Pointer interface {
+	// Point hands the client page, the address of q on the console's
+	// page, and returns once ctx ends (the question was answered, timed
+	// out or withdrawn), having told the client the question is over.
+	// Nothing the client answers answers q. A client that cannot open
+	// addresses is not pointed: Point returns at once.
+	Point(ctx context.Context, q *Question, page string)
+}
+
 // Question is what a person is asked before an action runs.
 type Question struct {
 	Asked Asked

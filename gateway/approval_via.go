@@ -34,17 +34,21 @@ func (g *Gateway) ask(ctx context.Context, via string, ap Approver, f Feed, a *a
 		}
 		return ap.Ask(ctx, q)
 	}
-	console := func(ctx context.Context) (Answer, time.Duration, error) {
-		return g.askConsole(ctx, f, a, q)
+	// The client is pointed to the console's page where it is not asked
+	// itself: via console, or via either when it cannot ask.
+	pointer, _ := ap.(Pointer)
+	console := func(ctx context.Context, point Pointer) (Answer, time.Duration, error) {
+		return g.askConsole(ctx, f, a, q, point)
 	}
 	switch {
 	case f == nil || via == config.ViaClient:
 		ans, took, err := client(ctx, q)
 		return ans, took, viaClient, err
 	case via == config.ViaConsole:
-		ans, took, err := console(ctx)
+		ans, took, err := console(ctx, pointer)
 		return ans, took, viaConsole, err
 	}
+
 	// Either: the client must ask now, not send the question back with
 	// the call's result (the call would be gone when the console's
 	// answer came).
@@ -60,12 +64,20 @@ func (g *Gateway) ask(ctx context.Context, via string, ap Approver, f Feed, a *a
 	defer cancel(nil)
 	got := make(chan asked, 2)
 	var wg sync.WaitGroup
+	cannotAsk := make(chan struct{}) // closed when the client cannot ask
 	wg.Go(func() {
 		ans, took, err := client(bctx, &now)
+		if _, ok := errors.AsType[*CannotAskError](err); ok {
+			close(cannotAsk)
+		}
 		got <- asked{ans, took, viaClient, err}
 	})
+	var point Pointer
+	if pointer != nil {
+		point = pointOnce{pointer, cannotAsk}
+	}
 	wg.Go(func() {
-		ans, took, err := console(bctx)
+		ans, took, err := console(bctx, point)
 		got <- asked{ans, took, viaConsole, err}
 	})
 	defer wg.Wait()
@@ -84,14 +96,31 @@ func (g *Gateway) ask(ctx context.Context, via string, ap Approver, f Feed, a *a
 	return first.ans, first.took, first.via, first.err
 }
 
+// pointOnce points the client to the console only once ready is closed:
+// via either, when the client cannot ask itself.
+type pointOnce struct {
+	Pointer
+	ready <-chan struct{}
+}
+
+func (p pointOnce) Point(ctx context.Context, q *Question, page string) {
+	select {
+	case <-p.ready:
+		p.Pointer.Point(ctx, q, page)
+	case <-ctx.Done():
+	}
+}
+
 // waitingEvery is how often a call whose question waits in the console
 // says so in a progress notification.
 const waitingEvery = 5 * time.Second
 
 // askConsole puts q to the person at the console f, and waits for the
 // answer until q.Timeout (AnswerTimeout) or until ctx ends; meanwhile
-// the call's progress says it waits for the person in the console.
-func (g *Gateway) askConsole(ctx context.Context, f Feed, a *action, q *Question) (Answer, time.Duration, error) {
+// the call's progress says it waits for the person in the console, and
+// point, if not nil, is handed the question's place on the console's
+// page until the wait ends.
+func (g *Gateway) askConsole(ctx context.Context, f Feed, a *action, q *Question, point Pointer) (Answer, time.Duration, error) {
 	if f == nil {
 		return "", 0, &CannotAskError{Reason: "[approval] via is console, and this server has no console socket (its log says why)"}
 	}
@@ -100,8 +129,22 @@ func (g *Gateway) askConsole(ctx context.Context, f Feed, a *action, q *Question
 	defer cancel()
 	stop := reportWaiting(a.progress, start)
 	defer stop()
+	var posted func(page string)
+	if point != nil {
+		// The pointing ends with the wait: pctx ends before askConsole
+		// returns, and the goroutine with it.
+		pctx, unpoint := context.WithCancel(tctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer unpoint()
+		posted = func(page string) {
+			if page != "" {
+				wg.Go(func() { point.Point(pctx, q, page) })
+			}
+		}
+	}
 	fa, err := f.Ask(tctx, feed.Question{Asked: string(q.Asked), Tool: a.intent.Tool, Target: q.Target,
-		Text: q.Message, Remember: q.Remember})
+		Text: q.Message, Remember: q.Remember}, posted)
 	took := time.Since(start)
 	switch {
 	case ctx.Err() != nil:

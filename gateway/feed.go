@@ -19,8 +19,11 @@ type Feed interface {
 	// Output passes a piece of an action's redacted output, at offset in
 	// its stream; it does not keep p.
 	Output(handle, stream string, offset int64, p []byte)
-	// Ask puts a question to the person at the console until ctx ends.
-	Ask(ctx context.Context, q feed.Question) (feed.Answer, error)
+	// Ask puts a question to the person at the console until ctx ends;
+	// posted, if not nil, is called once it waits there, with the
+	// address of the question on the console's page ("" when none is
+	// known). posted must not block.
+	Ask(ctx context.Context, q feed.Question, posted func(page string)) (feed.Answer, error)
 }
 
 // SetFeed has the gateway tell f what its actions do from now on, and

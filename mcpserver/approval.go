@@ -222,6 +222,54 @@ func (a *asker) askNow(ctx context.Context, q *gateway.Question) (gateway.Answer
 	return ans, took, err
 }
 
+// completeWait bounds telling the client a question it was pointed to
+// is over.
+const completeWait = 5 * time.Second
+
+// Point implements gateway.Pointer: it sends the client page, the place
+// of q on the console's page, as a URL-mode elicitation, when the client
+// declared it can open addresses and may be sent requests during a call
+// (before MCP 2026-07-28). Whatever the client answers, only the console
+// answers q: the client's accept says only that the person opened the
+// page. When ctx ends, a pointer still open at the client is withdrawn,
+// and one the client accepted is completed
+// (notifications/elicitation/complete).
+func (a *asker) Point(ctx context.Context, q *gateway.Question, page string) {
+	caps := a.req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {
+		return
+	}
+	if p := a.req.Session.InitializeParams(); p != nil && p.ProtocolVersion >= multiRoundTrip {
+		return
+	}
+	id := rand.Text()
+	wctx, w := withWithdrawal(ctx)
+	res, err := a.req.Session.Elicit(wctx, &mcp.ElicitParams{
+		Mode: "url",
+		Message: "actiongw: this question waits for you in the actiongw console, and is answered only there: " +
+			q.Message,
+		URL:           page,
+		ElicitationID: id,
+	})
+	if w.withdraw("the question was answered, timed out or its call ended") > 0 {
+		return
+	}
+	if err != nil {
+		a.log.Info("the client could not be pointed to the console", "target", q.Target, "error", err)
+		return
+	}
+	a.log.Info("the client was pointed to the console", "target", q.Target, "action", res.Action)
+	if res.Action != "accept" {
+		return
+	}
+	<-ctx.Done()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completeWait)
+	defer cancel()
+	if err := a.req.Session.NotifyElicitationComplete(cctx, &mcp.ElicitationCompleteParams{ElicitationID: id}); err != nil {
+		a.log.Info("the client was not told the question is over", "error", err)
+	}
+}
+
 // askLater answers q from the round the call came back with, or sends q
 // back with the call's result (gateway.ErrAskLater).
 func (a *asker) askLater(q *gateway.Question) (gateway.Answer, time.Duration, error) {

@@ -129,13 +129,18 @@ func sdkClient(version string) func(t *testing.T, s *served, cfgPath string, p *
 
 // hostClient is the project's own host client.
 func hostClient(t *testing.T, s *served, cfgPath string, p *person) func(string, map[string]any) *mcp.CallToolResult {
-	stderr := &syncbuf.Buffer{}
-	cmd := exec.Command(actiongwBinary(t), "serve", "-config", cfgPath)
-	cmd.Env, cmd.Stderr = s.env, stderr
 	opts := mcphost.Options{}
 	if p != nil {
 		opts.OnElicit = p.answer
 	}
+	return hostClientWith(t, s, cfgPath, opts)
+}
+
+// hostClientWith is the project's own host client with opts.
+func hostClientWith(t *testing.T, s *served, cfgPath string, opts mcphost.Options) func(string, map[string]any) *mcp.CallToolResult {
+	stderr := &syncbuf.Buffer{}
+	cmd := exec.Command(actiongwBinary(t), "serve", "-config", cfgPath)
+	cmd.Env, cmd.Stderr = s.env, stderr
 	client, err := mcphost.Start(context.Background(), cmd, opts)
 	if err != nil {
 		t.Fatal(err)

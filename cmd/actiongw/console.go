@@ -40,6 +40,9 @@ func (c *cli) console(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Serves hand clients that can open addresses the page of their
+	// question: the page without the token.
+	w.SetPage(srv.Page())
 	// The person's terminal, not MCP: the one place the token goes.
 	fmt.Fprintf(c.stdout, "actiongw console for %s\nopen this URL once to log in (it works once; Ctrl-C stops the console):\n\n  %s\n\n", cfg.Server.StateDir, srv.LoginURL())
 	if *open {

@@ -114,6 +114,11 @@ func Listen(opts Options) (*Server, error) {
 // Addr is the address the console listens on.
 func (s *Server) Addr() string { return s.addr }
 
+// Page is the address of the console's page. It carries no credential:
+// opening it needs the session. Serves hand their clients a question's
+// place on it (feed.Watcher.SetPage).
+func (s *Server) Page() string { return s.origin + "/" }
+
 // LoginURL is the URL that logs in, once: it carries the one-time token.
 // It is for the person's terminal only.
 func (s *Server) LoginURL() string { return s.origin + "/login?token=" + s.auth.token }

@@ -73,6 +73,7 @@ type Server struct {
 	mu        sync.Mutex
 	serve     Serve
 	conns     map[*conn]struct{}
+	connected uint64 // consoles connected so far: the last one's seq
 	questions map[string]*question
 	closed    bool
 
@@ -358,8 +359,11 @@ func (s *Server) snapshot() Snapshot {
 // Ask puts q to the person at a console and waits for the answer, or for
 // ctx to end (then it returns ctx's error; the caller tells a timeout from
 // a call that ended). q's Serve, ID and AskedAt are set here; Expires is
-// ctx's deadline when it has one.
-func (s *Server) Ask(ctx context.Context, q Question) (Answer, error) {
+// ctx's deadline when it has one. posted, if not nil, is called once q
+// waits, before Ask waits, with the address of q on the page of the
+// console that connected last and told where its page is, or "" when no
+// console did; it must not block.
+func (s *Server) Ask(ctx context.Context, q Question, posted func(page string)) (Answer, error) {
 	q.Serve, q.ID, q.AskedAt = s.serve.ID, rand.Text(), time.Now().UTC()
 	if d, ok := ctx.Deadline(); ok {
 		q.Expires = d.UTC()
@@ -372,8 +376,15 @@ func (s *Server) Ask(ctx context.Context, q Question) (Answer, error) {
 		return "", ErrClosed
 	}
 	s.questions[q.ID] = qq
+	page := s.page()
 	s.mu.Unlock()
 	s.publish(Event{Question: &q})
+	if posted != nil {
+		if page != "" {
+			page = questionPage(page, q.ID)
+		}
+		posted(page)
+	}
 	defer func() {
 		s.mu.Lock()
 		delete(s.questions, q.ID)
@@ -388,6 +399,21 @@ func (s *Server) Ask(ctx context.Context, q Question) (Answer, error) {
 	case <-s.ctx.Done():
 		return "", ErrClosed
 	}
+}
+
+// page is the page of the console that connected last and told one, or
+// ""; s.mu is held.
+func (s *Server) page() string {
+	var last *conn
+	for c := range s.conns {
+		if c.page != "" && (last == nil || c.seq > last.seq) {
+			last = c
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return last.page
 }
 
 // ErrNoQuestion is the error of an answer to a question not waiting
@@ -443,6 +469,8 @@ func (s *Server) accept() {
 			nc.Close()
 			return
 		}
+		s.connected++
+		c.seq = s.connected
 		s.conns[c] = struct{}{}
 		s.watched.Add(1)
 		// The first frame: what is there now. Events from here on are
@@ -470,6 +498,10 @@ type conn struct {
 
 	reqs chan struct{} // a slot per request carried out
 	once sync.Once
+
+	// Under the Server's mu:
+	seq  uint64 // the order it connected in
+	page string // its page's address, once it told it (checkPage)
 }
 
 // enqueue queues frame f; one that does not fit is dropped and counted,
@@ -563,16 +595,25 @@ func (c *conn) readLoop() {
 		}
 		c.s.wg.Go(func() {
 			defer func() { <-c.reqs }()
-			rep := c.s.carryOut(&req)
+			rep := c.carryOut(&req)
 			c.enqueue(encode(serveFrame{Reply: rep}), true)
 		})
 	}
 }
 
 // carryOut does what req asks.
-func (s *Server) carryOut(req *request) *reply {
+func (c *conn) carryOut(req *request) *reply {
+	s := c.s
 	rep := &reply{ID: req.ID}
 	switch {
+	case req.Page != nil:
+		if err := checkPage(req.Page.URL); err != nil {
+			rep.Error = err.Error()
+			break
+		}
+		s.mu.Lock()
+		c.page = req.Page.URL
+		s.mu.Unlock()
 	case req.Stop != nil:
 		st, err := s.src.Stop(s.ctx, req.Stop.Handle)
 		if err != nil {

@@ -48,6 +48,7 @@ type Watcher struct {
 
 	mu     sync.Mutex
 	serves map[string]*followed // by Serve.ID, connected
+	page   string               // the console's page, told every serve (SetPage)
 
 	sendMu sync.Mutex
 	missed int // events not delivered since the last Missed
@@ -146,7 +147,11 @@ func (w *Watcher) scan(ctx context.Context) {
 			actions: map[string]Action{}, questions: map[string]Question{}, replies: map[uint64]chan reply{}}
 		w.mu.Lock()
 		w.serves[string(id)] = f
+		page := w.page
 		w.mu.Unlock()
+		if page != "" {
+			w.tellPage(f, page)
+		}
 		w.conns.Go(func() { w.follow(f) })
 	}
 	w.mu.Lock()
@@ -334,6 +339,39 @@ func (w *Watcher) Snapshot() Snapshot {
 	return s
 }
 
+// SetPage tells every serve, now and when it connects, the address of
+// the console's page (http://LOOPBACK-IP:PORT/): a serve hands a client
+// that can open addresses (MCP URL-mode elicitation) the place of its
+// question there. The address carries no credential.
+func (w *Watcher) SetPage(url string) {
+	w.mu.Lock()
+	w.page = url
+	serves := slices.Collect(maps.Values(w.serves))
+	w.mu.Unlock()
+	for _, f := range serves {
+		w.tellPage(f, url)
+	}
+}
+
+// tellPage sends f the console's page without waiting for the reply,
+// which follow drops: a serve that refuses it only hands no page out.
+func (w *Watcher) tellPage(f *followed, url string) {
+	_ = f.send(request{ID: f.nextID.Add(1), Page: &pageRequest{URL: url}})
+}
+
+// send writes req to the serve, waiting at most requestWait.
+func (f *followed) send(req request) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	_ = f.c.SetWriteDeadline(time.Now().Add(requestWait))
+	_, err = f.c.Write(append(b, '\n'))
+	return err
+}
+
 // Stop cancels a running action of a serve with cancel_action's verified
 // remote stop, and returns once it is known.
 func (w *Watcher) Stop(ctx context.Context, serve, handle string) (StopResult, error) {
@@ -371,16 +409,7 @@ func (w *Watcher) request(ctx context.Context, serve string, req request) (reply
 		delete(f.replies, req.ID)
 		w.mu.Unlock()
 	}
-	b, err := json.Marshal(req)
-	if err != nil {
-		forget()
-		return reply{}, err
-	}
-	f.wmu.Lock()
-	_ = f.c.SetWriteDeadline(time.Now().Add(requestWait))
-	_, err = f.c.Write(append(b, '\n'))
-	f.wmu.Unlock()
-	if err != nil {
+	if err := f.send(req); err != nil {
 		forget()
 		return reply{}, fmt.Errorf("%w: %v", ErrServeGone, err)
 	}

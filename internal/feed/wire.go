@@ -3,6 +3,8 @@ package feed
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,11 +40,19 @@ type serveFrame struct {
 	Reply    *reply    `json:"reply,omitempty"`
 }
 
-// request is one frame a console sends: a stop or an answer.
+// request is one frame a console sends: a stop, an answer, or where its
+// page is.
 type request struct {
 	ID     uint64         `json:"id"`
 	Stop   *stopRequest   `json:"stop,omitempty"`
 	Answer *answerRequest `json:"answer,omitempty"`
+	Page   *pageRequest   `json:"page,omitempty"`
+}
+
+// pageRequest tells a serve the address of the console's page, which a
+// question's page is (PageURL) for the client to hand the person.
+type pageRequest struct {
+	URL string `json:"url"`
 }
 
 type stopRequest struct {
@@ -66,11 +76,46 @@ func (r *request) check() error {
 	switch {
 	case r.ID == 0:
 		return fmt.Errorf("a request needs an id")
-	case (r.Stop == nil) == (r.Answer == nil):
-		return fmt.Errorf("a request is a stop or an answer")
+	case countSet(r.Stop != nil, r.Answer != nil, r.Page != nil) != 1:
+		return fmt.Errorf("a request is a stop, an answer or a page")
 	}
 	return nil
 }
+
+func countSet(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// checkPage returns what is wrong with a console's page address, if
+// anything: it must be the root of a plain http address on a loopback IP
+// and port, with nothing else (no user, query or fragment), so that what a
+// serve hands a client carries no credential and leads to this machine
+// only.
+func checkPage(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("the console's page %.64q is no URL", raw)
+	}
+	ip, perr := netip.ParseAddr(u.Hostname())
+	switch {
+	case u.Scheme != "http" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Path != "/" || u.Port() == "":
+		return fmt.Errorf("the console's page %.64q is not http://LOOPBACK-IP:PORT/", raw)
+	case perr != nil || !ip.IsLoopback() || ip.Zone() != "":
+		return fmt.Errorf("the console's page %.64q is not on a loopback IP", raw)
+	}
+	return nil
+}
+
+// questionPage is the address of question id's place on the console's
+// page: the page with a fragment, which the page's script reads and no
+// server is sent.
+func questionPage(page, id string) string { return page + "#question=" + id }
 
 func encode(f serveFrame) []byte {
 	b, err := json.Marshal(f)

@@ -52,6 +52,12 @@ type Options struct {
 	// ctx ends when the server cancels the question or the client
 	// closes. Without it the host declares no elicitation support.
 	OnElicit func(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// Elicitation is what Initialize declares when OnElicit is set; nil
+	// declares form elicitation.
+	Elicitation *mcp.ElicitationCapabilities
+	// OnNotify, if set, receives the server's notifications other than
+	// progress and cancellation, on the dispatch goroutine.
+	OnNotify func(method string, params json.RawMessage)
 }
 
 // ProgressFunc receives the progress notifications of one call. It runs on
@@ -520,6 +526,8 @@ func (c *Client) dispatchLoop() {
 			c.elicit(req)
 		case req.IsCall():
 			c.answer(req)
+		case c.opts.OnNotify != nil:
+			c.opts.OnNotify(req.Method, req.Params)
 		}
 	}
 }
@@ -563,15 +571,20 @@ func (c *Client) answer(req *jsonrpc.Request) {
 }
 
 // reply writes the answer to a request of the server's; the request is
-// no longer outstanding once it is written.
+// no longer outstanding unless the write failed.
 func (c *Client) reply(req *jsonrpc.Request, resp *jsonrpc.Response) {
-	if err := c.write(context.Background(), resp); err != nil {
-		c.log.Debug("reply to server request not sent", "method", req.Method, "error", err)
-		return
-	}
+	// Answered before it is written: whatever the server sends once it
+	// has read the reply must find it answered here (the reader counts
+	// that at once; this goroutine may run late on a loaded machine).
 	c.mu.Lock()
 	delete(c.outstanding, req.ID)
 	c.mu.Unlock()
+	if err := c.write(context.Background(), resp); err != nil {
+		c.log.Debug("reply to server request not sent", "method", req.Method, "error", err)
+		c.mu.Lock()
+		c.outstanding[req.ID] = req.Method
+		c.mu.Unlock()
+	}
 }
 
 // noteRequest counts, in the reader, a request the server sends (it is
@@ -621,11 +634,14 @@ func (c *Client) Outstanding() []string {
 	return methods
 }
 
-// capabilities are what Initialize declares: form elicitation when
-// OnElicit is set.
+// capabilities are what Initialize declares: elicitation (form, unless
+// Options.Elicitation says) when OnElicit is set.
 func (c *Client) capabilities() *mcp.ClientCapabilities {
-	if c.opts.OnElicit == nil {
+	switch {
+	case c.opts.OnElicit == nil:
 		return &mcp.ClientCapabilities{}
+	case c.opts.Elicitation != nil:
+		return &mcp.ClientCapabilities{Elicitation: c.opts.Elicitation}
 	}
 	return &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
 }

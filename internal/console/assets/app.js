@@ -125,6 +125,7 @@ const state = {
   questions: new Map(), // serve + "\0" + id -> question
   selected: "",
   shown: SHOWN,         // finished actions the table draws
+  snapshotSeen: false,  // the first snapshot arrived
 };
 
 function keyOf(serve, id) { return serve + "\0" + id; }
@@ -137,6 +138,10 @@ function applySnapshot(snap) {
   renderServes();
   renderActions();
   renderQuestions();
+  if (!state.snapshotSeen) {
+    state.snapshotSeen = true;
+    goToPointed();
+  }
 }
 
 function applyEvent(e) {
@@ -380,9 +385,30 @@ function renderQuestions() {
     if (q.remember > 0) answer("approve_for", "Approve for " + remembered(q.remember), "approve");
     answer("decline", "Deny", "danger");
     card.append(buttons);
+    card.classList.toggle("pointed", q.id === pointedQuestion());
     box.append(card);
   }
   tickQuestions();
+}
+
+// pointedQuestion is the question the page's address names
+// (#question=ID): a serve hands that address to a client that can open
+// addresses (MCP URL-mode elicitation), for a question only this page
+// answers. Only an ID is read from it, and only compared.
+function pointedQuestion() {
+  const m = /^#question=([A-Za-z0-9]{1,64})$/.exec(location.hash);
+  return m ? m[1] : "";
+}
+
+// goToPointed shows the question the address names, or says it is gone.
+function goToPointed() {
+  const id = pointedQuestion();
+  if (!id) return;
+  show("approvals");
+  renderQuestions();
+  const card = [...document.querySelectorAll("#questions .question")].find(c => c.dataset.id === id);
+  if (card) card.scrollIntoView({block: "center"});
+  else notice("the question this address names is no longer waiting: it was answered, withdrawn or expired");
 }
 
 async function answerQuestion(q, a, card) {
@@ -567,6 +593,7 @@ function connect() {
 
 async function main() {
   for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => show(b.dataset.view));
+  window.addEventListener("hashchange", () => { if (state.snapshotSeen) goToPointed(); });
   document.getElementById("show-older").addEventListener("click", () => { state.shown += 5 * SHOWN; renderActions(); });
   document.getElementById("f-apply").addEventListener("click", () => loadAudit().catch(err => notice("could not load the audit log: " + err.message)));
   // The session and the event stream at once: the first paint waits
