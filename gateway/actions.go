@@ -61,10 +61,14 @@ type liveAction struct {
 	reason        string
 }
 
-// begin registers the action that starts now under handle.
-func (r *registry) begin(handle string, intent *audit.Record, a *action, c *core, cancel context.CancelCauseFunc) *liveAction {
+// begin registers the action that starts now under handle, its streams
+// captured by streams (in the order of its kind's streams).
+func (r *registry) begin(handle string, intent *audit.Record, a *action, c *core, cancel context.CancelCauseFunc, streams []*output.Capture) *liveAction {
 	act := &liveAction{handle: handle, intent: *intent, started: time.Now(), a: a, core: c, cancel: cancel,
 		status: StatusRunning, done: make(chan struct{}), left: make(chan struct{}), stays: make(chan struct{})}
+	for _, sc := range streams {
+		act.streams = append(act.streams, &liveStream{c: sc, act: act})
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byHandle == nil {
@@ -123,10 +127,6 @@ func (s *liveStream) Write(p []byte) (int, error) {
 	s.act.received.Add(int64(len(p)))
 	s.act.changed.notify()
 	return len(p), nil
-}
-
-func (act *liveAction) addStream(c *output.Capture) {
-	act.streams = append(act.streams, &liveStream{c: c, act: act})
 }
 
 // writers are what execute writes the streams into.

@@ -52,6 +52,29 @@ func (s feedSource) Actions() []feed.Action {
 	return out
 }
 
+func (s feedSource) Recent() []feed.Output {
+	var out []feed.Output
+	for _, act := range s.g.actions.list() {
+		act.mu.Lock()
+		running := act.status == StatusRunning
+		act.mu.Unlock()
+		if !running {
+			continue
+		}
+		names := act.a.kind.streams()
+		for i, ls := range act.streams[:min(len(act.streams), len(names))] {
+			name := names[i]
+			ls.mu.Lock()
+			off, p := ls.c.Recent(feed.RecentBytes)
+			ls.mu.Unlock()
+			if len(p) > 0 {
+				out = append(out, feed.Output{Handle: act.handle, Stream: name, Offset: off, Data: string(p)})
+			}
+		}
+	}
+	return out
+}
+
 // errConsoleStop is the cause that ends an action stopped from the
 // person's console.
 var errConsoleStop = errors.New("stopped from the person's console")
@@ -102,15 +125,16 @@ func (g *Gateway) changed(act *liveAction) {
 	}
 }
 
-// tap has the feed, if any, passed what c keeps of act's stream.
-func (g *Gateway) tap(act *liveAction, stream string, c *output.Capture) {
+// tap has the feed, if any, passed what c keeps of the stream of the
+// action handle.
+func (g *Gateway) tap(handle, stream string, c *output.Capture) {
 	f := g.theFeed()
 	if f == nil {
 		return
 	}
 	c.Tap(func(offset int64, p []byte) {
 		if f.Watched() {
-			f.Output(act.handle, stream, offset, p)
+			f.Output(handle, stream, offset, p)
 		}
 	})
 }

@@ -76,7 +76,7 @@ func TestReportProgressIncreases(t *testing.T) {
 func TestBackgroundTurnWhenThere(t *testing.T) {
 	g := &Gateway{}
 	c := &core{background: make(slots, 2)}
-	act := g.actions.begin("fan", &audit.Record{}, &action{}, c, func(error) {})
+	act := g.actions.begin("fan", &audit.Record{}, &action{}, c, func(error) {}, nil)
 	own := make(chan struct{}, 1) // empty: the first target holds it
 	got := make(chan error, 1)
 	go func() {
@@ -104,7 +104,7 @@ func TestBackgroundTurnWhenThere(t *testing.T) {
 func TestBackgroundTurnWhenItStays(t *testing.T) {
 	g := &Gateway{}
 	c := &core{background: make(slots, 1)}
-	act := g.actions.begin("fan", &audit.Record{}, &action{}, c, func(error) {})
+	act := g.actions.begin("fan", &audit.Record{}, &action{}, c, func(error) {}, nil)
 	own := make(chan struct{}, 1) // empty: the first target holds it
 	got := make(chan error, 1)
 	go func() {

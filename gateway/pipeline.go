@@ -424,14 +424,15 @@ func (g *Gateway) begin(s *state, a *action, l *launch, dctx context.Context) (*
 	for _, r := range a.remember {
 		g.approved.add(r.key, time.Now().Add(r.d))
 	}
-	live := g.actions.begin(out.Handle(), intent, a, c, l.cancel)
 	red := g.red.Load()
 	lim := output.Limits{HeadBytes: c.server.HeadBytes, TailBytes: c.server.TailBytes}
+	var streams []*output.Capture
 	for _, name := range a.kind.streams() {
-		c := out.Capture(name, red, lim)
-		g.tap(live, name, c)
-		live.addStream(c)
+		sc := out.Capture(name, red, lim)
+		g.tap(out.Handle(), name, sc)
+		streams = append(streams, sc)
 	}
+	live := g.actions.begin(out.Handle(), intent, a, c, l.cancel, streams)
 	g.changed(live)
 	go g.carryOut(dctx, s, a, l, live, out, red)
 	return live, nil

@@ -17,7 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/actiongw/actiongw/gateway"
 	"github.com/actiongw/actiongw/internal/feed"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // watched is a feed.Watcher over a test's state directory, with the
@@ -405,4 +407,31 @@ func TestFeedApprovals(t *testing.T) {
 			t.Errorf("intent: %+v; want approved via client", in.Approvals)
 		}
 	})
+}
+
+// TestFeedLateConsole: a console that connects while an action runs is
+// sent the end of what it printed before, at its offset in the stream,
+// redacted, not only what comes after.
+func TestFeedLateConsole(t *testing.T) {
+	s := startServedWith(t, servedOptions{})
+	h := s.startBackground(t, "box", `seq 1 2000; printf 'and the token %s\n' `+s.token+`; for i in $(seq 1 300); do echo early $i; done; sleep 600`)
+	var total int64
+	testenv.WaitFor(t, time.Minute, "the early output kept", func() bool {
+		p := decode[gateway.Page](t, s.call(t, "read_output", map[string]any{"handle": h, "stream": "stdout", "offset": -100, "from": "end"}))
+		total = p.TotalBytes
+		return strings.HasSuffix(p.Data, "early 300\n")
+	})
+	wd := watch(t, s.state)
+	got := wd.until(t, "the earlier output", func(ev feed.Event) bool {
+		return ev.Output != nil && ev.Output.Handle == h && ev.Output.Stream == "stdout"
+	}).Output
+	if !strings.HasSuffix(got.Data, "early 300\n") || !strings.Contains(got.Data, "2000\nand the token [REDACTED:api-token]\nearly 1\n") || got.Offset+int64(len(got.Data)) != total ||
+		got.Offset == 0 || len(got.Data) > feed.RecentBytes {
+		t.Errorf("the late console got %d bytes at %d: …%q; want the last of the %d bytes, redacted, at their offset",
+			len(got.Data), got.Offset, got.Data[max(0, len(got.Data)-80):], total)
+	}
+	if strings.Contains(got.Data, s.token) {
+		t.Error("the late console got the token")
+	}
+	s.call(t, "cancel_action", map[string]any{"handle": h})
 }

@@ -30,7 +30,15 @@ type Source interface {
 	// command is stopped in stages and verified gone) and returns how it
 	// ended; an error says it is unknown, or ctx ended first.
 	Stop(ctx context.Context, handle string) (StopResult, error)
+	// Recent returns the last output (at most RecentBytes of each stream,
+	// redacted) of every running action, for a console that connects
+	// while they run; Serve need not be set.
+	Recent() []Output
 }
+
+// RecentBytes bounds what a console that connects is sent of each
+// running stream's output so far: the rest is read_output's.
+const RecentBytes = outputWindow
 
 // A connected console's queue holds at most this many frames and bytes
 // of frames; an event that does not fit is dropped and counted, and the
@@ -295,7 +303,19 @@ func (s *Server) flushOutput(handle string) {
 // character unless final (then all of it), and returns what is left of
 // b, at its offset.
 func (s *Server) sendOutput(k outKey, off int64, b []byte, final bool) (int64, []byte) {
-	// A piece starts at a character (a tail may not).
+	start, data := piece(off, b, final)
+	if data != "" {
+		s.publish(Event{Output: &Output{Serve: s.serve.ID, Handle: k.handle, Stream: k.stream,
+			Offset: start, Data: data}})
+	}
+	used := int(start-off) + len(data)
+	return off + int64(used), b[:copy(b, b[used:])]
+}
+
+// piece is what of b, from offset off, goes out as one Output: from its
+// first character (b may start inside one) up to its last whole
+// character, or to its end if final; and the offset of that.
+func piece(off int64, b []byte, final bool) (int64, string) {
 	skip := 0
 	for skip < len(b) && !utf8.RuneStart(b[skip]) {
 		skip++
@@ -304,12 +324,7 @@ func (s *Server) sendOutput(k outKey, off int64, b []byte, final bool) (int64, [
 	if !final {
 		n = wholeChars(b[skip:])
 	}
-	if n > 0 {
-		s.publish(Event{Output: &Output{Serve: s.serve.ID, Handle: k.handle, Stream: k.stream,
-			Offset: off + int64(skip), Data: string(b[skip : skip+n])}})
-	}
-	used := skip + n
-	return off + int64(used), b[:copy(b, b[used:])]
+	return off + int64(skip), string(b[skip : skip+n])
 }
 
 // wholeChars is the length of b up to the end of its last whole
@@ -550,6 +565,14 @@ func (c *conn) writeLoop() {
 			}
 			snap := c.s.snapshot()
 			batch = append(batch, encode(serveFrame{Snapshot: &snap}))
+			// What the running actions printed before: a console that
+			// connects (or missed events) sees the end of it first.
+			for _, o := range c.s.src.Recent() {
+				if off, data := piece(o.Offset, []byte(o.Data), false); data != "" {
+					o.Serve, o.Offset, o.Data = snap.Serves[0].ID, off, data
+					batch = append(batch, encode(serveFrame{Event: &Event{Output: &o}}))
+				}
+			}
 		}
 		for _, f := range batch {
 			if _, err := w.Write(f); err != nil {

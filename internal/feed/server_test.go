@@ -17,6 +17,7 @@ import (
 type noSource struct{}
 
 func (noSource) Actions() []Action { return nil }
+func (noSource) Recent() []Output  { return nil }
 func (noSource) Stop(context.Context, string) (StopResult, error) {
 	return StopResult{}, nil
 }

@@ -213,6 +213,31 @@ func (c *Capture) Matched() []string { return c.red.Matched() }
 // time as Write.
 func (c *Capture) Snapshot() Stream { return c.summary(false) }
 
+// Recent returns a copy of the last bytes kept so far, at most n and at
+// most the tail preview's, and the offset of the first in the redacted
+// stream: what a reader who comes late sees first. It must not run at the
+// same time as Write.
+func (c *Capture) Recent(n int) (offset int64, p []byte) {
+	n = int(min(int64(n), int64(len(c.tail)), c.bytes))
+	p = make([]byte, 0, n)
+	if n <= 0 {
+		return c.bytes, p
+	}
+	// The ring's bytes in order, oldest first: from tailNext once full.
+	ring := c.tail
+	start := 0
+	if len(ring) == cap(ring) {
+		start = c.tailNext
+	}
+	from := (start + len(ring) - n) % len(ring)
+	if from+n <= len(ring) {
+		p = append(p, ring[from:from+n]...)
+	} else {
+		p = append(append(p, ring[from:]...), ring[:n-(len(ring)-from)]...)
+	}
+	return c.bytes - int64(n), p
+}
+
 // summary builds the STREAM object, less the SHA256. Before the end
 // (final false), a character whose last bytes have not arrived yet is left
 // out of the previews rather than making the stream look binary.

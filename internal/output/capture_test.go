@@ -381,3 +381,41 @@ func BenchmarkRedact(b *testing.B) {
 		})
 	}
 }
+
+// TestCaptureRecent: Recent is the stream's last bytes, at their offset,
+// however the writes fell on the tail's ring, and at most what was asked.
+func TestCaptureRecent(t *testing.T) {
+	red, err := newRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := []byte("0123456789abcdefghijklmnopqrstuvwxyz")
+	for _, c := range []struct {
+		name   string
+		writes []int // lengths of the writes, in order
+		n      int
+	}{
+		{"nothing", nil, 5},
+		{"fewer than asked", []int{3}, 5},
+		{"ring not full", []int{2, 3}, 4},
+		{"ring full, one write", []int{36}, 8},
+		{"ring wrapped", []int{5, 7, 11, 13}, 8},
+		{"ask more than the ring", []int{9, 9, 9, 9}, 100},
+		{"ask none", []int{10}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cp := newCapture(red, Limits{HeadBytes: 4, TailBytes: 8}, nil)
+			end := 0
+			for _, n := range c.writes {
+				cp.Write(stream[end : end+n])
+				end += n
+			}
+			cp.Flush()
+			off, got := cp.Recent(c.n)
+			want := stream[max(0, end-min(c.n, 9)):end] // the ring holds the tail and one byte more
+			if off != int64(end-len(want)) || string(got) != string(want) {
+				t.Errorf("Recent(%d) = %d, %q; want %d, %q", c.n, off, got, end-len(want), want)
+			}
+		})
+	}
+}
