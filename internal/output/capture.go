@@ -80,7 +80,7 @@ type Capture struct {
 	tailNext int    // where the ring writes next
 	headCap  int
 	tailCap  int
-	spool    sink   // nil: nothing is kept on disk
+	spool    sink // nil: nothing is kept on disk
 	flushed  bool
 	tap      func(offset int64, p []byte)
 }
