@@ -114,8 +114,8 @@ type Spool struct {
 	// actions holds the running actions, the newest finished ones
 	// (recent), and the finished ones whose meta.json could not be
 	// written, which only memory can read. Any other finished action is
-	// read from its meta.json on disk: what the spool holds in memory does
-	// not grow with the actions it keeps.
+	// read from its meta.json on disk, and is in memory only as its entry
+	// in finished: tens of bytes, not the kilobytes of an Action.
 	actions map[string]*Action
 	// finished holds every finished action, oldest first (by its finish
 	// time), as what eviction needs of it: eviction and Reclaim take from
