@@ -56,6 +56,29 @@ func Alive(pid int) bool {
 	return err == nil && len(f) > 0 && f[0] != "Z"
 }
 
+// Zombie reports whether process pid has ended and waits for its parent
+// to reap it.
+func Zombie(pid int) bool {
+	f, err := stat(pid)
+	return err == nil && len(f) > 0 && f[0] == "Z"
+}
+
+// UID returns the real user id of process pid (a zombie's too).
+func UID(pid int) (int, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return strconv.Atoi(f[0])
+			}
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no Uid", pid)
+}
+
 // Parent returns the parent of process pid, or 0 when it cannot be read.
 func Parent(pid int) int {
 	f, err := stat(pid)
@@ -101,8 +124,11 @@ func Name(pid int) string {
 	return strings.TrimSpace(string(data))
 }
 
-// Descendants lists every process below pid, parents before children.
-func Descendants(pid int) []int {
+// Children lists the processes whose parent is pid.
+func Children(pid int) []int { return children()[pid] }
+
+// children maps every process's pid to its children's.
+func children() map[int][]int {
 	entries, _ := os.ReadDir("/proc")
 	children := map[int][]int{}
 	for _, e := range entries {
@@ -114,6 +140,12 @@ func Descendants(pid int) []int {
 			children[pp] = append(children[pp], p)
 		}
 	}
+	return children
+}
+
+// Descendants lists every process below pid, parents before children.
+func Descendants(pid int) []int {
+	children := children()
 	var out []int
 	queue := []int{pid}
 	for len(queue) > 0 {

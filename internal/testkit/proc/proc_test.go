@@ -78,10 +78,19 @@ func TestAliveAndParent(t *testing.T) {
 	if err1 != nil || err2 != nil || child < self {
 		t.Errorf("StartTime: test %d (%v), child %d (%v); want the child no earlier", self, err1, child, err2)
 	}
+	if u, err := proc.UID(pid); err != nil || u != os.Getuid() {
+		t.Errorf("UID: %d, %v; want %d", u, err, os.Getuid())
+	}
+	if !slices.Contains(proc.Children(os.Getpid()), pid) || proc.Zombie(pid) {
+		t.Errorf("Children of the test: %v, zombie %v; want %d among them, running", proc.Children(os.Getpid()), proc.Zombie(pid), pid)
+	}
 	cmd.Process.Kill()
 	// A killed child is a zombie, not alive, until reaped.
 	if !testenv.Eventually(30*time.Second, func() bool { return !proc.Alive(pid) }) {
 		t.Error("killed child still alive after 30 s")
+	}
+	if !proc.Zombie(pid) {
+		t.Error("a killed child not reaped is no zombie")
 	}
 	if got := proc.Command(pid); !strings.HasPrefix(got, "[") {
 		t.Errorf("Command of a zombie: got %q; want its [name]", got)

@@ -28,7 +28,12 @@ var inMain atomic.Bool
 func Main(m *testing.M, checks ...func() error) {
 	inMain.Store(true)
 	reaping := adoptOrphans()
+	stopReaping := func() {}
+	if reaping {
+		stopReaping = reapOrphans()
+	}
 	code := m.Run()
+	stopReaping()
 	inMain.Store(false)
 	var errs []error
 	if err := stopSecretService(); err != nil {

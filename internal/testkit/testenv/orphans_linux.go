@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,6 +20,43 @@ import (
 // another package's tests running at the same time.
 func adoptOrphans() bool {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil
+}
+
+// reapEvery is how often reapOrphans looks for zombies to reap.
+const reapEvery = time.Second
+
+// reapOrphans reaps, every reapEvery until stop is called, the zombies
+// this process adopted that it did not start: those of another user, a
+// remote command of a test user whose sshd session ended. Unreaped, they
+// fill the process table in a long run (a soak of thousands of actions
+// took every pid). This process's own children, which os/exec waits for,
+// run as its user and are left alone; so are orphans of its own user,
+// which stay zombies until the run ends. stop waits for the goroutine.
+func reapOrphans() (stop func()) {
+	self, uid := os.Getpid(), os.Getuid()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(reapEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			for _, pid := range proc.Children(self) {
+				if u, err := proc.UID(pid); err == nil && u != uid && proc.Zombie(pid) {
+					var ws syscall.WaitStatus
+					syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+				}
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // noneLeft reports, and kills, the processes below this one that are still

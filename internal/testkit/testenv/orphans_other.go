@@ -6,4 +6,6 @@ package testenv
 // does not check for processes left behind.
 func adoptOrphans() bool { return false }
 
+func reapOrphans() (stop func()) { return func() {} }
+
 func noneLeft() error { return nil }
