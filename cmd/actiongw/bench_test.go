@@ -46,17 +46,32 @@ func (l latencies) at(q float64) float64 {
 }
 
 // BenchmarkMCPSSHExecTrue is `ssh_exec true` through MCP on a warm
-// connection (target p50 <= 20 ms).
+// connection (target p50 <= 20 ms), and the same command in a session of
+// a bare x/crypto/ssh client on its own warm connection to the same sshd,
+// alternating, so that both see the same load: the ratio of their p50s
+// is what MCP, the gateway, its audit and its spool cost (goal <= 1.5).
 func BenchmarkMCPSSHExecTrue(b *testing.B) {
 	s := startServed(b, "signal")
 	s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"}) // warm
-	var l latencies
+	bare := dialBare(b, s.sshd, net.JoinHostPort("127.0.0.1", strconv.Itoa(s.sshd.Port)), 1)[0]
+	bareTrue(b, bare)
+	var ours, direct latencies
+	var cpu time.Duration
 	for b.Loop() {
-		start := time.Now()
+		start, before := time.Now(), childCPU(b, s.client.Pid())
 		s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"})
-		l = append(l, time.Since(start))
+		ours = append(ours, time.Since(start))
+		cpu += childCPU(b, s.client.Pid()) - before
+		start = time.Now()
+		bareTrue(b, bare)
+		direct = append(direct, time.Since(start))
 	}
-	l.report(b, "")
+	ours.report(b, "")
+	direct.report(b, "bare-")
+	b.ReportMetric(ours.at(0.50)/direct.at(0.50), "p50-ratio")
+	// Serve's CPU for each call, which the load of a shared machine
+	// stretches less than the latencies.
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(ours)), "serve-cpu-ms/op")
 }
 
 // stallFor is how long the stalled consoles of
@@ -708,7 +723,7 @@ func benchExecMany(b *testing.B, rtt time.Duration) {
 
 // dialBare opens n connections to sshd at addr with the x/crypto/ssh
 // client, closed at the benchmark's cleanup.
-func dialBare(b *testing.B, sshd *sshtest.Server, addr string, n int) []*ssh.Client {
+func dialBare(b testing.TB, sshd *sshtest.Server, addr string, n int) []*ssh.Client {
 	signer, err := ssh.ParsePrivateKey(sshd.ClientKey)
 	if err != nil {
 		b.Fatal(err)
@@ -730,7 +745,7 @@ func dialBare(b *testing.B, sshd *sshtest.Server, addr string, n int) []*ssh.Cli
 }
 
 // bareTrue runs `true` in a new session on c.
-func bareTrue(b *testing.B, c *ssh.Client) {
+func bareTrue(b testing.TB, c *ssh.Client) {
 	sess, err := c.NewSession()
 	if err != nil {
 		b.Error(err)

@@ -49,6 +49,7 @@ type served struct {
 	seen    syncbuf.Buffer // every tool result received, as JSON
 	cfgPath string         // the config serve runs with
 	env     []string       // serve's environment (its keyring service)
+	tags    []string       // the build tags of serve's binary
 	keyring *secrets.Keyring
 
 	// userDir is a directory the login user owns, resolved, when the
@@ -96,6 +97,11 @@ type servedOptions struct {
 	prepare func(state string)
 	// token is the API token in the keyring; empty means a random hex one.
 	token string
+	// testtools runs the build with the test tools (mcpserver's emit and
+	// heap).
+	testtools bool
+	// env holds extra environment variables of serve, such as GODEBUG.
+	env []string
 }
 
 func startServedWith(t testing.TB, o servedOptions) *served {
@@ -173,7 +179,10 @@ max_attempts = 3
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.cfgPath, s.env = cfgPath, append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+service)
+	s.cfgPath, s.env = cfgPath, append(append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+service), o.env...)
+	if o.testtools {
+		s.tags = []string{"testtools"}
+	}
 	s.client = s.startServer(t, s.stderr)
 	return s
 }
@@ -183,7 +192,7 @@ max_attempts = 3
 // it; it is closed at cleanup.
 func (s *served) startServer(t testing.TB, stderr *syncbuf.Buffer) *mcphost.Client {
 	t.Helper()
-	cmd := exec.Command(actiongwBinary(t), "serve", "-config", s.cfgPath)
+	cmd := exec.Command(testenv.Actiongw(t, s.tags...), "serve", "-config", s.cfgPath)
 	cmd.Env = s.env
 	cmd.Stderr = stderr
 	client, err := mcphost.Start(context.Background(), cmd, mcphost.Options{})

@@ -499,3 +499,33 @@ func TestKeyringNamesReserved(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditHeadSyncedOffTheAppendPath: the head file's fsync runs on the
+// Log's goroutine after the Append returns; the head names the last
+// record at once (it is written before), and at Close. A head fsync that
+// failed stops the log at the next Append, as one on the Append's path
+// did.
+func TestAuditHeadSyncedOffTheAppendPath(t *testing.T) {
+	a, path := openTestLog(t, Options{Key: testKey})
+	appendN(t, a, 4)
+	if h, err := readHead(path); err != nil || h.Seq != a.ch.seq {
+		t.Fatalf("head after 4 appends: %+v, %v; want seq %d", h, err, a.ch.seq)
+	}
+	a.heads.mu.Lock()
+	a.heads.err = errors.New("input/output error")
+	a.heads.mu.Unlock()
+	err := a.Append(&Record{Kind: KindIntent, Handle: "h9"})
+	var we *WriteError
+	if !errors.As(err, &we) || !we.Stopped || we.Op != "head" {
+		t.Fatalf("Append after a failed head fsync: %v; want a Stopped *WriteError of the head", err)
+	}
+	b, path2 := openTestLog(t, Options{Key: testKey})
+	appendN(t, b, 3)
+	last := b.ch.seq // after the key record
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := readHead(path2); err != nil || h.Seq != last {
+		t.Errorf("head after Close: %+v, %v; want seq %d", h, err, last)
+	}
+}

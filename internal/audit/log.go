@@ -80,8 +80,12 @@ var (
 // an exclusive lock on a lock file, after reading what the others appended
 // since, so seq and prev always continue the file, not this process's
 // memory. Appends of one process that arrive together share one write and
-// one fsync (group commit); each Append returns once its record, and the
-// head file, are on disk.
+// one fsync (group commit); each Append returns once its record is on
+// disk, and the head file written. The head file's fsync runs beside the
+// next steps of the caller, on a goroutine of the Log (headSyncer): it
+// cost as much as the record's, on the path of every action's intent and
+// outcome. After a crash the head file may lag behind the log, which
+// verify reports and the next start mends; it is never ahead of it.
 type Log struct {
 	path string
 	opts Options
@@ -104,8 +108,9 @@ type Log struct {
 	// rotateWarned is set once a failed rotation was logged.
 	rotateWarned bool
 	saver        *saver
-	unsaved      int       // records since the last checkpoint offered
-	savedAt      time.Time // when it was
+	heads        *headSyncer // nil while OpenWith opens: the head is synced at once
+	unsaved      int         // records since the last checkpoint offered
+	savedAt      time.Time   // when it was
 
 	// resumed is set when OpenWith read only the end of the chain; the
 	// rest is verified on a goroutine (backgroundVerify), which
@@ -154,6 +159,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Log, error) {
 		a.unsaved, a.savedAt = 0, time.Now()
 		a.saver = startSaver(opts.SaveCheckpoint)
 	}
+	a.heads = startHeadSyncer()
 	if !a.resumed {
 		close(a.verified)
 		return a, nil
@@ -419,6 +425,11 @@ func (a *Log) commit(recs []*Record) error {
 	if a.f == nil {
 		return ErrClosed
 	}
+	if a.heads != nil {
+		if err := a.heads.failure(); err != nil {
+			return a.stop("head", err)
+		}
+	}
 	if err := lockFile(a.lock, true); err != nil {
 		return &WriteError{Op: "lock", Err: err}
 	}
@@ -654,7 +665,10 @@ func (a *Log) write(recs []*Record) error {
 
 func (a *Log) writeHead() error {
 	_, err := a.head.WriteAt(encodeHead(a.ch.seq, a.ch.hash, a.ch.sign), 0)
-	if err == nil {
+	switch {
+	case err == nil && a.heads != nil:
+		a.heads.offer(a.head)
+	case err == nil:
 		err = a.head.Sync()
 	}
 	if err != nil {
@@ -716,8 +730,21 @@ func (a *Log) Close() error {
 			unlockFile(a.lock)
 		}
 	}
-	err := a.closeFiles()
+	errs := []error{a.stopHeads(), a.closeFiles()}
 	a.f = nil
+	return errors.Join(errs...)
+}
+
+// stopHeads ends the head syncer and syncs the head file itself.
+func (a *Log) stopHeads() error {
+	if a.heads == nil {
+		return nil
+	}
+	err := a.heads.stop()
+	a.heads = nil
+	if err == nil && a.head != nil {
+		err = a.head.Sync()
+	}
 	return err
 }
 
@@ -763,4 +790,79 @@ func (s *saver) offer(cp Checkpoint) {
 func (s *saver) stop() {
 	close(s.ch)
 	<-s.done
+}
+
+// headSyncer fsyncs the head file, written under the lock, on its own
+// goroutine: the Append that wrote it has returned. Several writes before
+// it gets to them cost one fsync. A head file that reopenHead closed
+// meanwhile is not synced (os.ErrClosed): it was removed or replaced, and
+// the new one is synced after its first write.
+type headSyncer struct {
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+
+	mu  sync.Mutex
+	f   *os.File // to sync; nil when nothing waits
+	err error    // the first fsync that failed
+}
+
+func startHeadSyncer() *headSyncer {
+	h := &headSyncer{wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		for {
+			select {
+			case <-h.wake:
+				h.syncWaiting()
+			case <-h.quit:
+				h.syncWaiting()
+				return
+			}
+		}
+	}()
+	return h
+}
+
+// offer has f synced soon. Its callers hold commitMu.
+func (h *headSyncer) offer(f *os.File) {
+	h.mu.Lock()
+	h.f = f
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *headSyncer) syncWaiting() {
+	h.mu.Lock()
+	f := h.f
+	h.f = nil
+	h.mu.Unlock()
+	if f == nil {
+		return
+	}
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		h.mu.Lock()
+		if h.err == nil {
+			h.err = err
+		}
+		h.mu.Unlock()
+	}
+}
+
+// failure is the first fsync of the head file that failed, if any: what
+// a failed fsync left on disk is unknown, so the log stops.
+func (h *headSyncer) failure() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// stop syncs what waits, ends the goroutine, and returns failure.
+func (h *headSyncer) stop() error {
+	close(h.quit)
+	<-h.done
+	return h.failure()
 }

@@ -257,7 +257,7 @@ func (r *Report) String() string {
 		proved = append(proved, fmt.Sprintf("the head file names record %d: no record up to it was cut off the end by accident (it is not authenticated: anyone could rewrite it)", r.HeadSeq))
 	}
 	if lag := r.Last - r.HeadSeq; r.Last > 0 && lag > 0 {
-		open = append(open, fmt.Sprintf("the head file lags %d records behind (a writer died between its two writes; the next start updates it)", lag))
+		open = append(open, fmt.Sprintf("the head file lags %d records behind (a writer died, or the machine stopped, before the head reached the disk; the next start updates it)", lag))
 	}
 	switch cp := r.Checkpoint; {
 	case cp != nil:

@@ -72,10 +72,15 @@ type Capture struct {
 	newlines int64
 	last     byte
 	hash     hasher
+	// head and tail grow as bytes arrive, to headCap and tailCap: most
+	// streams are empty or short, and a finished action's captures live
+	// as long as its result is kept.
 	head     []byte
 	tail     []byte // a ring of the last bytes once full
 	tailNext int    // where the ring writes next
-	spool    sink   // nil: nothing is kept on disk
+	headCap  int
+	tailCap  int
+	spool    sink // nil: nothing is kept on disk
 	flushed  bool
 	tap      func(offset int64, p []byte)
 }
@@ -101,12 +106,12 @@ func tailRing(tailBytes int) int {
 
 func newCapture(red *redact.Redactor, lim Limits, spool sink) *Capture {
 	c := &Capture{
-		hash: hasher{h: sha256.New()},
-		head: make([]byte, 0, max(0, lim.HeadBytes)),
+		hash:    hasher{h: sha256.New()},
+		headCap: max(0, lim.HeadBytes),
 		// The ring keeps one byte more than the tail preview: the byte
 		// before the tail says whether the tail begins a line.
-		tail:  make([]byte, 0, tailRing(lim.TailBytes)),
-		spool: spool,
+		tailCap: tailRing(lim.TailBytes),
+		spool:   spool,
 	}
 	c.red = red.NewStream(c.keep)
 	return c
@@ -157,15 +162,15 @@ func (c *Capture) keep(p []byte) {
 	c.newlines += newlines
 	c.last = p[len(p)-1]
 	c.hash.write(p)
-	if room := cap(c.head) - len(c.head); room > 0 {
-		c.head = append(c.head, p[:min(room, len(p))]...)
+	if room := c.headCap - len(c.head); room > 0 {
+		c.head = appendCapped(c.head, p[:min(room, len(p))], c.headCap)
 	}
-	if n := cap(c.tail); n > 0 {
+	if n := c.tailCap; n > 0 {
 		q := p[max(0, len(p)-n):]
 		for len(q) > 0 {
 			if len(c.tail) < n {
 				k := min(n-len(c.tail), len(q))
-				c.tail = append(c.tail, q[:k]...)
+				c.tail = appendCapped(c.tail, q[:k], n)
 				q = q[k:]
 				continue
 			}
@@ -180,6 +185,17 @@ func (c *Capture) keep(p []byte) {
 	if c.tap != nil {
 		c.tap(c.bytes-int64(len(p)), p)
 	}
+}
+
+// appendCapped appends p to b, where len(b)+len(p) <= limit: b grows by
+// doubling from a small start, never past limit.
+func appendCapped(b, p []byte, limit int) []byte {
+	if n := len(b) + len(p); n > cap(b) {
+		grown := make([]byte, len(b), min(limit, max(n, 2*cap(b), 256)))
+		copy(grown, b)
+		b = grown
+	}
+	return append(b, p...)
 }
 
 // Tap has f called with every piece of redacted output as it is kept
@@ -246,7 +262,7 @@ func (c *Capture) summary(final bool) Stream {
 	if c.bytes > 0 && c.last != '\n' {
 		s.Lines++
 	}
-	headMax, tailMax := cap(c.head), max(0, cap(c.tail)-1)
+	headMax, tailMax := c.headCap, max(0, c.tailCap-1)
 	ring := append(c.tail[c.tailNext:len(c.tail):len(c.tail)], c.tail[:c.tailNext]...)
 	// What the ring holds after the head: they never overlap.
 	rest := ring[len(ring)-int(min(int64(len(ring)), c.bytes-int64(len(c.head)))):]

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -208,10 +207,11 @@ func readLayout(claim string) *spoolLayout {
 // adoptOneLocked moves the action e of claim into this process's
 // directory and makes it readable here, but not yet evictable: the caller
 // merges it into s.finished. It returns nil for an entry that is no
-// action, or one taken over already (by adoptHandleLocked).
+// action, or one taken over already (by adoptHandleLocked: the entry is
+// gone from claim, and neither loads nor recovers).
 func (s *Spool) adoptOneLocked(claim string, e fs.DirEntry, layout *spoolLayout) *Action {
 	name := e.Name()
-	if !e.IsDir() || !handlePattern.MatchString(name) || s.actions[name] != nil {
+	if !e.IsDir() || !handlePattern.MatchString(name) {
 		return nil
 	}
 	src := filepath.Join(claim, name)
@@ -271,16 +271,15 @@ func (s *Spool) adoptLegacyLocked(dir, handle string) {
 	s.moveInLocked(a, true) // fails when another process took it first
 }
 
-// moveInLocked moves a loaded action into this process's directory and
-// makes it readable here; evictable too, with evictable (else the caller
-// merges it into s.finished).
+// moveInLocked moves a loaded action into this process's directory, where
+// a read finds it (loadOwnLocked); evictable too, with evictable (else the
+// caller merges it into s.finished).
 func (s *Spool) moveInLocked(a *Action, evictable bool) error {
 	dst := filepath.Join(s.own, a.handle)
 	if err := os.Rename(a.dir, dst); err != nil {
 		return err
 	}
 	a.dir = dst
-	s.actions[a.handle] = a
 	s.disk.Add(a.diskBytes())
 	if evictable {
 		s.addFinishedLocked(a)
@@ -350,7 +349,7 @@ func (s *Spool) evictLocked() {
 		s.nextAdopt = now.Add(adoptEvery)
 	}
 	for len(s.finished) > 0 {
-		expired := s.opts.TTL > 0 && now.Sub(s.finished[0].meta.Finished) > s.opts.TTL
+		expired := s.opts.TTL > 0 && now.Sub(s.finished[0].finishedTime()) > s.opts.TTL
 		over := s.opts.MaxBytes > 0 && s.usedLocked() > s.opts.MaxBytes && len(s.finished) > s.opts.KeepNewest
 		switch {
 		case expired:
@@ -391,56 +390,4 @@ func (s *Spool) Reclaim(need int64) (freed int64) {
 		freed += s.removeOldestLocked(evictedReclaim)
 	}
 	return freed
-}
-
-// addFinishedLocked puts a finished action in s.finished, in its place by
-// finish time: at the end, unless the clock went back or it was taken
-// over from another process.
-func (s *Spool) addFinishedLocked(a *Action) {
-	i, _ := slices.BinarySearchFunc(s.finished, a.meta.Finished, func(x *Action, t time.Time) int {
-		if x.meta.Finished.After(t) {
-			return 1
-		}
-		return -1 // equal times keep their order of arrival
-	})
-	s.finished = slices.Insert(s.finished, i, a)
-}
-
-// mergeFinishedLocked puts the finished actions of batch, taken over from
-// other processes, in s.finished in their places by finish time, in one
-// pass: inserting each on its own moves the whole slice each time.
-func (s *Spool) mergeFinishedLocked(batch []*Action) {
-	if len(batch) == 0 {
-		return
-	}
-	slices.SortStableFunc(batch, func(x, y *Action) int { return x.meta.Finished.Compare(y.meta.Finished) })
-	merged := make([]*Action, 0, len(s.finished)+len(batch))
-	i, j := 0, 0
-	for i < len(s.finished) && j < len(batch) {
-		if batch[j].meta.Finished.Before(s.finished[i].meta.Finished) {
-			merged = append(merged, batch[j])
-			j++
-		} else {
-			merged = append(merged, s.finished[i])
-			i++
-		}
-	}
-	merged = append(merged, s.finished[i:]...)
-	s.finished = append(merged, batch[j:]...)
-}
-
-// removeOldestLocked removes the oldest finished action, for the reason
-// why, and returns what it took on disk.
-func (s *Spool) removeOldestLocked(why string) int64 {
-	a := s.finished[0]
-	s.finished[0] = nil // not kept alive by the array behind the slice
-	s.finished = s.finished[1:]
-	delete(s.actions, a.handle)
-	for _, st := range a.streams {
-		st.evicted(why)
-	}
-	n := a.diskBytes()
-	s.disk.Add(-n)
-	os.RemoveAll(a.dir)
-	return n
 }

@@ -110,11 +110,20 @@ type Spool struct {
 	// write, so eviction need not add up every action each time.
 	disk atomic.Int64
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// actions holds the running actions, the newest finished ones
+	// (recent), and the finished ones whose meta.json could not be
+	// written, which only memory can read. Any other finished action is
+	// read from its meta.json on disk, and is in memory only as its entry
+	// in finished: tens of bytes, not the kilobytes of an Action.
 	actions map[string]*Action
-	// finished holds the finished actions in actions, oldest first (by
-	// meta.Finished): eviction and Reclaim take from its front.
-	finished  []*Action
+	// finished holds every finished action, oldest first (by its finish
+	// time), as what eviction needs of it: eviction and Reclaim take from
+	// its front.
+	finished []entry
+	// recent holds this process's newest finished actions, oldest first;
+	// those in actions are read from memory.
+	recent    []*Action
 	nextAdopt time.Time // when eviction next looks for ended owners
 	// claims are the directories taken over from ended processes whose
 	// actions the adopter has not moved in yet, oldest claim first;
@@ -326,7 +335,10 @@ func (a *Action) Finish() {
 			s.disk.Add(metaDisk - a.metaDisk)
 		}
 		a.metaDisk = metaDisk
+		// The captures are their owner's; the spool reads the streams.
+		a.captures = nil
 		s.addFinishedLocked(a)
+		s.keepRecentLocked(a)
 		s.evictLocked()
 		s.mu.Unlock()
 	})
@@ -444,6 +456,9 @@ func (s *Spool) find(handle, stream string) (*streamReader, error) {
 	}()
 	s.evictLocked()
 	a := s.actions[handle]
+	if a == nil {
+		a = s.loadOwnLocked(handle)
+	}
 	if a == nil {
 		a = s.adoptHandleLocked(handle)
 	}
