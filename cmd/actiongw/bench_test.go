@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -787,5 +788,52 @@ func BenchmarkMCPExecManyMemory(b *testing.B) {
 		b.ReportMetric(float64(len(raw)), "result-bytes")
 		s.client.Close()
 	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkMCPUploadInline writes a 5 MiB file through MCP with ssh_upload
+// given the bytes inline as base64 content, and reads the same file back
+// with ssh_download, alternating, on one serve over its pipes and the
+// real sshd. It reports each one's p50 and upload/download (target <= 2):
+// what an inline upload costs beyond the transfer itself (its framing,
+// JSON, base64 and checks) is the difference.
+func BenchmarkMCPUploadInline(b *testing.B) {
+	const size = 5 << 20
+	s := startFiles(b, "max_frame_bytes = 16777216") // the base64 and its JSON
+	content := make([]byte, size)
+	for i := range content {
+		content[i] = byte(i*7 + i>>9) // not text, not all one byte
+	}
+	encoded := base64.StdEncoding.EncodeToString(content)
+	path := s.allowed("inline.bin")
+	call := func(name string, args map[string]any) time.Duration {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		r, err := s.client.CallTool(ctx, name, args, nil)
+		if err != nil {
+			b.Fatalf("%s: %v\nstderr:\n%s", name, err, output.Clip(s.stderr.String(), 4000))
+		}
+		if r.IsError {
+			b.Fatalf("%s: %s", name, resultText(r))
+		}
+		return time.Since(start)
+	}
+	upload := func() time.Duration {
+		return call("ssh_upload", map[string]any{"target": "files", "path": path, "content": encoded, "encoding": "base64", "overwrite": true})
+	}
+	download := func() time.Duration { return call("ssh_download", map[string]any{"target": "files", "path": path}) }
+	upload() // warm, and the file to download
+	download()
+	var up, down latencies
+	for b.Loop() {
+		up = append(up, upload())
+		down = append(down, download())
+	}
+	slices.Sort(up)
+	slices.Sort(down)
+	b.ReportMetric(up.at(0.5), "upload-p50-ms")
+	b.ReportMetric(down.at(0.5), "download-p50-ms")
+	b.ReportMetric(up.at(0.5)/down.at(0.5), "ratio")
 	b.ReportMetric(0, "ns/op")
 }
