@@ -794,9 +794,10 @@ func BenchmarkMCPExecManyMemory(b *testing.B) {
 // BenchmarkMCPUploadInline writes a 5 MiB file through MCP with ssh_upload
 // given the bytes inline as base64 content, and reads the same file back
 // with ssh_download, alternating, on one serve over its pipes and the
-// real sshd. It reports each one's p50 and upload/download (target <= 2):
-// what an inline upload costs beyond the transfer itself (its framing,
-// JSON, base64 and checks) is the difference.
+// real sshd. It reports each one's p50 and upload/download (target <= 2),
+// and the CPU serve spent on each and their ratio, which a loaded machine
+// disturbs less: what an inline upload costs beyond the transfer itself
+// (its framing, JSON, base64 and checks) is the difference.
 func BenchmarkMCPUploadInline(b *testing.B) {
 	const size = 5 << 20
 	s := startFiles(b, "max_frame_bytes = 16777216") // the base64 and its JSON
@@ -826,14 +827,21 @@ func BenchmarkMCPUploadInline(b *testing.B) {
 	upload() // warm, and the file to download
 	download()
 	var up, down latencies
+	var upCPU, downCPU time.Duration
 	for b.Loop() {
+		before := childCPU(b, s.client.Pid())
 		up = append(up, upload())
+		between := childCPU(b, s.client.Pid())
 		down = append(down, download())
+		upCPU, downCPU = upCPU+between-before, downCPU+childCPU(b, s.client.Pid())-between
 	}
 	slices.Sort(up)
 	slices.Sort(down)
 	b.ReportMetric(up.at(0.5), "upload-p50-ms")
 	b.ReportMetric(down.at(0.5), "download-p50-ms")
 	b.ReportMetric(up.at(0.5)/down.at(0.5), "ratio")
+	b.ReportMetric(upCPU.Seconds()*1000/float64(b.N), "upload-serve-cpu-ms")
+	b.ReportMetric(downCPU.Seconds()*1000/float64(b.N), "download-serve-cpu-ms")
+	b.ReportMetric(upCPU.Seconds()/downCPU.Seconds(), "cpu-ratio")
 	b.ReportMetric(0, "ns/op")
 }
