@@ -796,8 +796,10 @@ func BenchmarkMCPExecManyMemory(b *testing.B) {
 // with ssh_download, alternating, on one serve over its pipes and the
 // real sshd. It reports each one's p50 and upload/download (target <= 2),
 // and the CPU serve spent on each and their ratio, which a loaded machine
-// disturbs less: what an inline upload costs beyond the transfer itself
-// (its framing, JSON, base64 and checks) is the difference.
+// disturbs less. The same file uploaded again from the download's handle
+// is the transfer without the inline content (an upload also syncs and
+// renames its file): inline/handle is what the content's framing, JSON,
+// base64 and checks add.
 func BenchmarkMCPUploadInline(b *testing.B) {
 	const size = 5 << 20
 	s := startFiles(b, "max_frame_bytes = 16777216") // the base64 and its JSON
@@ -807,7 +809,7 @@ func BenchmarkMCPUploadInline(b *testing.B) {
 	}
 	encoded := base64.StdEncoding.EncodeToString(content)
 	path := s.allowed("inline.bin")
-	call := func(name string, args map[string]any) time.Duration {
+	call := func(name string, args map[string]any) (*mcp.CallToolResult, time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		start := time.Now()
@@ -818,30 +820,47 @@ func BenchmarkMCPUploadInline(b *testing.B) {
 		if r.IsError {
 			b.Fatalf("%s: %s", name, resultText(r))
 		}
-		return time.Since(start)
+		return r, time.Since(start)
 	}
 	upload := func() time.Duration {
-		return call("ssh_upload", map[string]any{"target": "files", "path": path, "content": encoded, "encoding": "base64", "overwrite": true})
+		_, d := call("ssh_upload", map[string]any{"target": "files", "path": path, "content": encoded, "encoding": "base64", "overwrite": true})
+		return d
 	}
-	download := func() time.Duration { return call("ssh_download", map[string]any{"target": "files", "path": path}) }
+	var handle string
+	download := func() time.Duration {
+		r, d := call("ssh_download", map[string]any{"target": "files", "path": path})
+		handle = decode[gateway.SSHDownloadOutput](b, r).Handle
+		return d
+	}
+	uploadHandle := func() time.Duration {
+		_, d := call("ssh_upload", map[string]any{"target": "files", "path": path, "from_handle": handle, "from_stream": "file", "overwrite": true})
+		return d
+	}
 	upload() // warm, and the file to download
 	download()
-	var up, down latencies
-	var upCPU, downCPU time.Duration
-	for b.Loop() {
+	var up, down, fromHandle latencies
+	var upCPU, downCPU, handleCPU time.Duration
+	timed := func(l *latencies, cpu *time.Duration, call func() time.Duration) {
 		before := childCPU(b, s.client.Pid())
-		up = append(up, upload())
-		between := childCPU(b, s.client.Pid())
-		down = append(down, download())
-		upCPU, downCPU = upCPU+between-before, downCPU+childCPU(b, s.client.Pid())-between
+		*l = append(*l, call())
+		*cpu += childCPU(b, s.client.Pid()) - before
+	}
+	for b.Loop() {
+		timed(&up, &upCPU, upload)
+		timed(&down, &downCPU, download)
+		timed(&fromHandle, &handleCPU, uploadHandle)
 	}
 	slices.Sort(up)
 	slices.Sort(down)
+	slices.Sort(fromHandle)
 	b.ReportMetric(up.at(0.5), "upload-p50-ms")
 	b.ReportMetric(down.at(0.5), "download-p50-ms")
+	b.ReportMetric(fromHandle.at(0.5), "handle-upload-p50-ms")
 	b.ReportMetric(up.at(0.5)/down.at(0.5), "ratio")
+	b.ReportMetric(up.at(0.5)/fromHandle.at(0.5), "inline/handle")
 	b.ReportMetric(upCPU.Seconds()*1000/float64(b.N), "upload-serve-cpu-ms")
 	b.ReportMetric(downCPU.Seconds()*1000/float64(b.N), "download-serve-cpu-ms")
+	b.ReportMetric(handleCPU.Seconds()*1000/float64(b.N), "handle-upload-serve-cpu-ms")
 	b.ReportMetric(upCPU.Seconds()/downCPU.Seconds(), "cpu-ratio")
 	b.ReportMetric(0, "ns/op")
 }
