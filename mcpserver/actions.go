@@ -87,7 +87,14 @@ func serve[In, Out any](t *gateway.Tool[In, Out]) func(*mcp.Server, *toolEnv) {
 		if schema := outputSchemas[t.Name]; schema != nil {
 			tool.OutputSchema = schema()
 		}
+		restore := restorer[In](t.Name)
 		mcp.AddTool(s, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			if restore != nil {
+				if err := restore(req, &in); err != nil {
+					var zero Out
+					return nil, zero, err
+				}
+			}
 			call := func(ctx context.Context) *gateway.ToolResult { return t.Call(env.gw, ctx, in, progress(ctx, req, env)) }
 			if t.Asks {
 				return runAction[Out](ctx, env, req, call)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -149,11 +150,19 @@ func (env *toolEnv) askerFor(req *mcp.CallToolRequest) *asker {
 	return &asker{ap: env.approvals, log: env.log, req: req}
 }
 
-// callDigest names a call by its tool and its arguments as they came.
-func callDigest(p *mcp.CallToolParamsRaw) string {
+// callDigest names a call by its tool and its arguments as they came,
+// with the value the transport lifted out of them (lift.go) after them:
+// arguments are one JSON object, so nothing of theirs reads as the ';'
+// that follows.
+func callDigest(req *mcp.CallToolRequest) string {
+	p := req.Params
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s;", len(p.Name), p.Name)
 	h.Write(p.Arguments)
+	if v, ok := liftedValue(req); ok {
+		fmt.Fprintf(h, ";lifted %d:", len(v))
+		io.WriteString(h, v)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -274,7 +283,7 @@ func (a *asker) Point(ctx context.Context, q *gateway.Question, page string) {
 // back with the call's result (gateway.ErrAskLater).
 func (a *asker) askLater(q *gateway.Question) (gateway.Answer, time.Duration, error) {
 	p := a.req.Params
-	call := callDigest(p)
+	call := callDigest(a.req)
 	now := time.Now()
 	ap := a.ap
 	ap.mu.Lock()

@@ -444,8 +444,13 @@ func (c *conn) readLoop() {
 // nested deeper than the decoder allows, JSON that breaks off after the
 // id, a message with a member of the wrong type.
 func (c *conn) decode(frame []byte) (jsonrpc.Message, bool) {
-	msg, err := jsonrpc.DecodeMessage(frame)
+	small, value, lifted := lift(frame)
+	msg, err := jsonrpc.DecodeMessage(small)
 	if err == nil {
+		if lifted {
+			carry(msg, value)
+			c.metrics.ArgumentsLifted.Add(1)
+		}
 		return msg, true
 	}
 	c.metrics.ParseErrors.Add(1)

@@ -1,6 +1,7 @@
 package sshexec
 
 import (
+	"bufio"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -298,7 +299,7 @@ func handshake(ctx context.Context, t *Target, conn net.Conn) (*ssh.Client, erro
 		ClientVersion:     clientVersion,
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	c, chans, reqs, err := ssh.NewClientConn(conn, t.addr(), cfg)
+	c, chans, reqs, err := ssh.NewClientConn(readAhead(conn), t.addr(), cfg)
 	if !stop() {
 		if err == nil {
 			c.Close()
@@ -319,6 +320,26 @@ func handshake(ctx context.Context, t *Target, conn net.Conn) (*ssh.Client, erro
 	conn.Close()
 	return nil, err
 }
+
+// readAheadSize is how much a connection reads from its socket at once.
+// x/crypto reads each packet in two or three reads through a 4 KiB
+// buffer: a drain made some 120 system calls per MB, most of them reads
+// of a few KiB, and each one a chance for the Go scheduler to hand the
+// thread's P away (BenchmarkMCPSSHDrain, ssh_exec-syscalls/MB).
+const readAheadSize = 256 << 10
+
+// readAhead gives conn a read buffer of readAheadSize: one read takes
+// what the socket holds, up to that.
+func readAhead(conn net.Conn) net.Conn {
+	return &readAheadConn{Conn: conn, r: bufio.NewReaderSize(conn, readAheadSize)}
+}
+
+type readAheadConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readAheadConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // dialTCP connects to t directly.
 func dialTCP(ctx context.Context, t *Target) (net.Conn, error) {

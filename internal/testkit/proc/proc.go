@@ -50,6 +50,38 @@ func CPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
+// Syscalls returns how many read-like and write-like system calls
+// process pid has made so far, all its threads together (syscr and syscw
+// of /proc/PID/io).
+func Syscalls(pid int) (reads, writes int64, err error) {
+	path := fmt.Sprintf("/proc/%d/io", pid)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	found := 0
+	for line := range strings.SplitSeq(string(data), "\n") {
+		name, value, ok := strings.Cut(line, ": ")
+		var dst *int64
+		switch {
+		case ok && name == "syscr":
+			dst = &reads
+		case ok && name == "syscw":
+			dst = &writes
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseInt(value, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("%s: parsing %q: %w", path, line, err)
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("%s has no syscr and syscw", path)
+	}
+	return reads, writes, nil
+}
+
 // Alive reports whether process pid exists and is not a zombie.
 func Alive(pid int) bool {
 	f, err := stat(pid)

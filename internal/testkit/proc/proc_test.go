@@ -51,6 +51,30 @@ func TestCPU(t *testing.T) {
 	}
 }
 
+func TestSyscalls(t *testing.T) {
+	r0, w0, err := proc.Syscalls(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 10 {
+		if _, err := f.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1, w1, err := proc.Syscalls(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w1-w0 < 10 || r1 < r0 {
+		t.Errorf("syscalls went from %d reads, %d writes to %d, %d after 10 writes; want 10 writes more", r0, w0, r1, w1)
+	}
+}
+
 func TestAliveAndParent(t *testing.T) {
 	cmd := exec.Command("sleep", "10")
 	if err := cmd.Start(); err != nil {

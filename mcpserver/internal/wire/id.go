@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 )
 
@@ -215,6 +216,10 @@ func (s *scanner) str() bool {
 		return false
 	}
 	for s.i < len(s.b) {
+		s.i += plain(s.b[s.i:])
+		if s.i >= len(s.b) {
+			break
+		}
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
@@ -246,6 +251,24 @@ func (s *scanner) str() bool {
 		}
 	}
 	return false
+}
+
+// plain is how many bytes at the start of b, in steps of eight, hold no
+// quote, backslash or control character: string text that needs no look.
+// A long string (an upload's content) is stepped over a word at a time.
+func plain(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) bool { return (x-ones)&^x&highs != 0 }
+	n := 0
+	for ; len(b)-n >= 8; n += 8 {
+		x := binary.LittleEndian.Uint64(b[n:])
+		// x-0x20 in each byte borrows where a byte is below 0x20, which
+		// bytes with their high bit set (not below) cannot show.
+		if (x-0x20*ones)&^x&highs != 0 || zero(x^'"'*ones) || zero(x^'\\'*ones) {
+			break
+		}
+	}
+	return n
 }
 
 // number steps over the number at s.i, reporting whether it is one.

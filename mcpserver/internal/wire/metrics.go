@@ -19,7 +19,10 @@ type Metrics struct {
 	ParseErrors      atomic.Int64
 	CancelsReceived  atomic.Int64
 	ResponsesDropped atomic.Int64
-	stdoutBlocked    atomic.Int64 // nanoseconds spent inside writes to stdout
+	// ArgumentsLifted counts the large string arguments the server took
+	// out of their frames before decoding them (mcpserver's lift).
+	ArgumentsLifted atomic.Int64
+	stdoutBlocked   atomic.Int64 // nanoseconds spent inside writes to stdout
 }
 
 // Snapshot is a copy of Metrics at one moment, in the JSON shape the
@@ -34,6 +37,7 @@ type Snapshot struct {
 	ParseErrors      int64 `json:"parse_errors"`
 	CancelsReceived  int64 `json:"cancels_received"`
 	ResponsesDropped int64 `json:"responses_dropped"`
+	ArgumentsLifted  int64 `json:"arguments_lifted"`
 	StdoutBlockedMS  int64 `json:"stdout_blocked_ms"`
 }
 
@@ -49,6 +53,7 @@ func (m *Metrics) Snapshot() Snapshot {
 		ParseErrors:      m.ParseErrors.Load(),
 		CancelsReceived:  m.CancelsReceived.Load(),
 		ResponsesDropped: m.ResponsesDropped.Load(),
+		ArgumentsLifted:  m.ArgumentsLifted.Load(),
 		StdoutBlockedMS:  time.Duration(m.stdoutBlocked.Load()).Milliseconds(),
 	}
 }
