@@ -2,9 +2,9 @@ package sshexec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
