@@ -20,10 +20,6 @@ import (
 // target's sshd then enforces what runs, whatever the client asks for on
 // that connection.
 
-// DefaultCertTTL is the validity of a certificate after it is signed when
-// Target.CertTTL is zero.
-const DefaultCertTTL = 2 * time.Minute
-
 // certBackdate is how long before now a certificate is valid from, for a
 // host whose clock is a little behind.
 const certBackdate = 30 * time.Second
@@ -95,9 +91,6 @@ func (t *Target) certSignerFor(g grant, now time.Time) (ssh.Signer, *ssh.Certifi
 		return nil, nil, err
 	}
 	ttl := t.CertTTL
-	if ttl <= 0 {
-		ttl = DefaultCertTTL
-	}
 	cert := &ssh.Certificate{
 		Key:             key.PublicKey(),
 		Serial:          g.serial,

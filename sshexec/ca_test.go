@@ -103,7 +103,7 @@ func (cs *caServer) revoke(t *testing.T, serials ...uint64) {
 // target is a CA target on cs.
 func (cs *caServer) target() *Target {
 	return &Target{Name: "ca-test", Host: cs.Host, Port: cs.Port, User: cs.User, KnownHostsPath: cs.KnownHosts,
-		Auth: Auth{CA: cs.ca, CASecret: "test-ca"}, MaxSessions: 10, Keepalive: 15 * time.Second}
+		Auth: Auth{CA: cs.ca, CASecret: "test-ca"}, MaxSessions: 10, Keepalive: 15 * time.Second, CertTTL: 2 * time.Minute}
 }
 
 // certs records the certificates a pool signs.
@@ -166,8 +166,8 @@ func TestCATarget(t *testing.T) {
 		t.Errorf("extensions %v; want none (no pty, no forwarding of any kind)", c.Extensions)
 	case len(c.CriticalOptions) != 1 || !strings.Contains(c.CriticalOptions["force-command"], "id -un; echo err >&2"):
 		t.Errorf("critical options %q; want only a force-command of the wrapped command", c.CriticalOptions)
-	case time.Unix(int64(c.ValidBefore), 0).After(now.Add(DefaultCertTTL)) || time.Unix(int64(c.ValidAfter), 0).After(now):
-		t.Errorf("valid %v to %v; want from before now to at most %v after", time.Unix(int64(c.ValidAfter), 0), time.Unix(int64(c.ValidBefore), 0), DefaultCertTTL)
+	case time.Unix(int64(c.ValidBefore), 0).After(now.Add(tg.CertTTL)) || time.Unix(int64(c.ValidAfter), 0).After(now):
+		t.Errorf("valid %v to %v; want from before now to at most %v after", time.Unix(int64(c.ValidAfter), 0), time.Unix(int64(c.ValidBefore), 0), tg.CertTTL)
 	}
 	// The remote log names the handle, so it joins the audit trail.
 	testenv.WaitFor(t, 10*time.Second, "the key id in sshd's log", func() bool {

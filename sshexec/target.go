@@ -73,7 +73,8 @@ type Target struct {
 	// means $SSH_AUTH_SOCK.
 	AgentSocket string
 	// CertTTL is how long a certificate signed with Auth.CA stays valid
-	// for a login after it is signed; zero means DefaultCertTTL.
+	// for a login after it is signed; it must be positive when Auth.CA is
+	// set. A command that logged in runs on after it.
 	CertTTL time.Duration
 	// CertSourceAddress is the source-address critical option of the
 	// certificates signed with Auth.CA (addresses or CIDR ranges, comma
@@ -273,6 +274,8 @@ func (t *Target) validate() error {
 			return fmt.Errorf("target %q: a CA target logs in only with the certificates its CA signs: it takes no key, password, agent or certificate", cur.Name)
 		case cur.Auth.CA != nil && cur != t:
 			return fmt.Errorf("target %q: the jump host %q is a CA target, whose certificates permit no port forwarding: give the jump host a key", t.Name, cur.Name)
+		case cur.Auth.CA != nil && cur.CertTTL <= 0:
+			return fmt.Errorf("target %q: certificate validity %v: want a positive duration", cur.Name, cur.CertTTL)
 		case cur.Auth.CA != nil:
 		case len(cur.Auth.PrivateKey) == 0 && len(cur.Auth.Password) == 0 && !cur.Auth.Agent:
 			return fmt.Errorf("target %q: %w", cur.Name, ErrNoCredential)
