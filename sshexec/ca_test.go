@@ -326,3 +326,63 @@ func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestCATransfer moves a file both ways on a CA target: the certificate
+// of each transfer forces internal-sftp, and allows no command.
+func TestCATransfer(t *testing.T) {
+	cs := startCAServer(t)
+	p := newPool(t)
+	var signed certs
+	p.signed = signed.add
+	tg := cs.target()
+	dir := cs.UserDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := p.Acquire(ctx, tg, forever)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Certify("act-up", NewSerial())
+	allow := func(string) error { return nil }
+	if _, err := l.Upload(ctx, UploadRequest{Path: dir + "/f", R: strings.NewReader("hello"), Size: 5, Mode: 0o644, Check: allow}); err != nil {
+		t.Fatalf("upload: %v", err)
+	}
+	l, err = p.Acquire(ctx, tg, forever)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Certify("act-down", NewSerial())
+	var got syncbuf.Buffer
+	if _, err := l.Download(ctx, DownloadRequest{Path: dir + "/f", W: &got, Check: allow}); err != nil || got.String() != "hello" {
+		t.Fatalf("download: %q, %v; want hello", got.String(), err)
+	}
+	for _, c := range signed.all() {
+		if c.CriticalOptions["force-command"] != "internal-sftp" {
+			t.Errorf("certificate %q forces %q; want internal-sftp", c.KeyId, c.CriticalOptions["force-command"])
+		}
+	}
+}
+
+// TestCATerminal runs a terminal session on a CA target: its certificate
+// alone permits a pty, and forces the wrapped program.
+func TestCATerminal(t *testing.T) {
+	cs := startCAServer(t)
+	cs.RequirePTY(t)
+	p := newPool(t)
+	var signed certs
+	p.signed = signed.add
+	tg := cs.target()
+	term, out, _ := startTerminal(t, p, tg, TerminalRequest{Command: "read x; echo got:$x"})
+	if _, err := term.Write([]byte("abc\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, out, "got:abc")
+	res, err := term.Wait()
+	if err != nil || res.Status != StatusExited {
+		t.Fatalf("got %+v, %v; want exited", res, err)
+	}
+	c := signed.all()[0]
+	if _, ok := c.Extensions["permit-pty"]; !ok || len(c.Extensions) != 1 || !strings.Contains(c.CriticalOptions["force-command"], "read x; echo got:$x") {
+		t.Errorf("extensions %v, options %q; want permit-pty alone and the wrapped program forced", c.Extensions, c.CriticalOptions)
+	}
+}

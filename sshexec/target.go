@@ -81,8 +81,8 @@ type Target struct {
 	// separated, as sshd reads it); empty sets none.
 	CertSourceAddress string
 	// SFTPCommand is the force-command of the certificate of a file
-	// transfer when Auth.CA is set: "internal-sftp" (sshd's own, the
-	// default when empty) or the path of the server's sftp-server.
+	// transfer when Auth.CA is set: "internal-sftp" (sshd's own; empty
+	// means it) or the path of the server's sftp-server.
 	SFTPCommand string
 
 	// noSubreaper keeps the wrapper from using the host's perl (see
