@@ -386,3 +386,25 @@ func TestCATerminal(t *testing.T) {
 		t.Errorf("extensions %v, options %q; want permit-pty alone and the wrapped program forced", c.Extensions, c.CriticalOptions)
 	}
 }
+
+// TestCAJump runs a command on a CA target through a jump host that logs
+// in with a key: the tunnel is pooled, the certificate's connection not.
+func TestCAJump(t *testing.T) {
+	cs := startCAServer(t)
+	jump := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	tg := cs.target()
+	tg.Jump = target(jump)
+	tg.Jump.Name = "bastion"
+	for i := range 2 {
+		out, err := runCA(t, p, tg, "act-jump"+strconv.Itoa(i), NewSerial(), Request{Command: "echo via"})
+		if err != nil || out.stdout != "via\n" {
+			t.Fatalf("got %+v, %v; want via", out, err)
+		}
+	}
+	bad := target(jump)
+	bad.Jump = cs.target()
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "permit no port forwarding") {
+		t.Errorf("a CA target as the jump host: got %v; want it refused", err)
+	}
+}
