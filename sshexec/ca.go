@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -150,4 +151,43 @@ func (p *Pool) certified(ctx context.Context, t *Target, g grant) (*conn, error)
 // certificate was g: its own command, the key id marked as a control script's.
 func controlGrant(g grant, command string) grant {
 	return grant{keyID: g.keyID + " (control)", serial: NewSerial(), command: command}
+}
+
+// checkCA is Check for a CA target.
+func (p *Pool) checkCA(ctx context.Context, t *Target) error {
+	c, err := p.certified(ctx, t, grant{keyID: "actiongw check", serial: NewSerial(), command: "true"})
+	if err != nil {
+		return err
+	}
+	defer c.release()
+	ch, reqs, err := c.open(ctx)
+	if err != nil {
+		return fmt.Errorf("target %q: open session: %w", t.Name, err)
+	}
+	s := startSession(ch, reqs, io.Discard, io.Discard, nil)
+	err = s.exec(t, "true", nil, t.keepalive())
+	if err == nil {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+		}
+	}
+	ch.Close()
+	<-s.done
+	if err != nil {
+		return fmt.Errorf("target %q: run the certificate's forced command `true`: %w", t.Name, err)
+	}
+	if code, signal, _ := s.exit(); code == nil || *code != 0 {
+		got := "no exit status"
+		switch {
+		case code != nil:
+			got = fmt.Sprintf("exit status %d", *code)
+		case signal != "":
+			got = "signal " + signal
+		}
+		return fmt.Errorf("target %q: logged in with a certificate of the CA, but its forced command `true` ended with %s: "+
+			"sshd must run a certificate's force-command (OpenSSH 5.6 or later), and the login shell of %s must run it", t.Name, got, t.User)
+	}
+	return nil
 }

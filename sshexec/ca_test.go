@@ -215,6 +215,23 @@ func TestCATarget(t *testing.T) {
 		}
 	})
 
+	t.Run("check", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := p.Check(ctx, tg); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		last := signed.all()[len(signed.all())-1]
+		if last.CriticalOptions["force-command"] != "true" || last.KeyId != "actiongw check" {
+			t.Errorf("check signed %q forcing %q; want key id actiongw check forcing true", last.KeyId, last.CriticalOptions["force-command"])
+		}
+		cs.allow(t, "someone-else")
+		defer cs.allow(t, cs.User)
+		if err := p.Check(ctx, tg); !isAuthError(err) || !strings.Contains(err.Error(), "TrustedUserCAKeys") {
+			t.Errorf("Check with the principal not allowed: got %v; want what to fix on the host", err)
+		}
+	})
+
 	t.Run("revoked serial", func(t *testing.T) {
 		cs.revoke(t, 777)
 		defer cs.revoke(t)

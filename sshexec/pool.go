@@ -85,11 +85,17 @@ func (p *Pool) Close() error {
 }
 
 // Check dials t on a new connection, verifies its host key and logs in,
-// then hangs up: what `actiongw check` reports for each target. Host key
-// problems are *HostKeyError, refused credentials *AuthError.
+// then hangs up: what `actiongw check` reports for each target. A CA
+// target logs in with a certificate forced to `true`, which must run and
+// exit 0: the host trusts the CA, accepts the principal and runs a
+// certificate's force-command. Host key problems are *HostKeyError,
+// refused credentials *AuthError.
 func (p *Pool) Check(ctx context.Context, t *Target) error {
 	if err := t.validate(); err != nil {
 		return err
+	}
+	if t.Auth.CA != nil {
+		return p.checkCA(ctx, t)
 	}
 	client, err := p.dial(ctx, t)
 	if err != nil {
