@@ -335,7 +335,11 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 	}
 	for name, st := range tg.ssh {
 		t := cfg.SSH[name]
-		check("ssh", name, st.err, fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port),
+		detail := fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port)
+		if t.CASecret != "" {
+			detail += fmt.Sprintf(" with a certificate of the CA %q forced to run `true`, which it ran", t.CASecret)
+		}
+		check("ssh", name, st.err, detail,
 			func(ctx context.Context) error {
 				err := pool.Check(ctx, st.target)
 				if hk := (*sshexec.HostKeyError)(nil); errors.As(err, &hk) && hk.Unknown() && asksHostKey(cfg, hk.Target) {
