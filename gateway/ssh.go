@@ -6,9 +6,11 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/config"
 	"github.com/actiongw/actiongw/policy"
 	"github.com/actiongw/actiongw/sshexec"
@@ -89,6 +91,29 @@ type session struct {
 	pool   *sshexec.Pool
 	target *sshexec.Target
 	lease  *sshexec.Lease
+	// intent is the action's, whose handle names the certificate of a CA
+	// target, and serial that certificate's serial (see name).
+	intent *audit.Record
+	serial uint64
+}
+
+// name records, for a CA target, the serial of the action's certificate
+// in its intent; the key id is the handle, which the intent gets later.
+// A kind's check calls it.
+func (s *session) name(intent *audit.Record) {
+	if s.target != nil && s.target.Auth.CA != nil {
+		s.intent, s.serial = intent, sshexec.NewSerial()
+		intent.CertSerial = strconv.FormatUint(s.serial, 10)
+	}
+}
+
+// leased is the reserved lease, its certificate (on a CA target) named
+// after the action's handle: what execute uses.
+func (s *session) leased() *sshexec.Lease {
+	if s.intent != nil {
+		s.lease.Certify(s.intent.Handle, s.serial)
+	}
+	return s.lease
 }
 
 func (s *session) reserve(ctx context.Context, wait time.Duration) (func(), error) {

@@ -84,9 +84,10 @@ var sshDownloadStreams = []string{"file"}
 
 func (k *sshDownload) streams() []string { return sshDownloadStreams }
 
-func (k *sshDownload) check(*audit.Record) (policy.Decision, error) {
+func (k *sshDownload) check(intent *audit.Record) (policy.Decision, error) {
 	d := k.st.rules.DecideTransfer(policy.Transfer{Path: k.in.Path, Timeout: seconds(k.in.TimeoutS)})
 	k.maxBytes = d.MaxBytes
+	k.name(intent)
 	return d, k.st.ready(d.Err)
 }
 
@@ -95,7 +96,7 @@ func (k *sshDownload) execute(ctx context.Context, w []io.Writer, _ *atomic.Int6
 	// reads, not between them: it took a 1 GiB download through MCP from
 	// 0.67 to 0.88 of OpenSSH's sftp.
 	aw := output.NewAsyncWriter(w[0], 4, 256<<10)
-	res, err := k.lease.Download(ctx, sshexec.DownloadRequest{Path: k.in.Path, Check: k.st.rules.Paths.Check, MaxBytes: k.maxBytes, W: aw})
+	res, err := k.leased().Download(ctx, sshexec.DownloadRequest{Path: k.in.Path, Check: k.st.rules.Paths.Check, MaxBytes: k.maxBytes, W: aw})
 	aw.Close()
 	e := transferEnded(ctx, res, err)
 	if e.status == StatusOK && res.Truncated {

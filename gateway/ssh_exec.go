@@ -106,6 +106,7 @@ func (k *sshExec) check(intent *audit.Record) (policy.Decision, error) {
 	if err := k.st.ready(nil); err != nil {
 		return d, err
 	}
+	k.name(intent)
 	if err := firstError(d.StdinErr, d.DirErr, d.EnvErr); err != nil {
 		return d, err
 	}
@@ -120,7 +121,7 @@ func (k *sshExec) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64) *
 	if k.in.Stdin != "" {
 		req.Stdin = []byte(k.in.Stdin)
 	}
-	res, err := k.lease.Run(ctx, req)
+	res, err := k.leased().Run(ctx, req)
 	if err != nil {
 		return &ended{status: StatusFailed, reason: err.Error()}
 	}

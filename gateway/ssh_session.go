@@ -227,6 +227,7 @@ func (k *sshSession) check(intent *audit.Record) (policy.Decision, error) {
 	}
 	k.dir, k.env, k.idle = d.Dir, d.Env, c.SessionIdleTimeout
 	intent.Cwd, intent.Env = k.dir, envLines(k.env)
+	k.name(intent)
 	return d, nil
 }
 
@@ -297,7 +298,7 @@ func (k *sshSession) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64
 		typed = append(typed, screen.Secret{Name: name, Value: k.st.inputs[name]})
 	}
 	guard := screen.NewGuard(tee, typed)
-	term, err := k.lease.StartTerminal(ctx, sshexec.TerminalRequest{Cols: k.cols, Rows: k.rows, Command: k.in.Command,
+	term, err := k.leased().StartTerminal(ctx, sshexec.TerminalRequest{Cols: k.cols, Rows: k.rows, Command: k.in.Command,
 		Dir: k.dir, Env: k.env, Output: guard})
 	if err != nil {
 		close(k.started)

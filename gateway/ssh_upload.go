@@ -107,6 +107,7 @@ func (k *sshUpload) check(intent *audit.Record) (policy.Decision, error) {
 	intent.Size = k.size
 	d := k.st.rules.DecideTransfer(policy.Transfer{Path: k.in.Path, Upload: true, Size: k.size, Timeout: seconds(k.in.TimeoutS)})
 	k.maxBytes = d.MaxBytes
+	k.name(intent)
 	return d, k.st.ready(d.Err)
 }
 
@@ -122,7 +123,7 @@ func (k *sshUpload) execute(ctx context.Context, _ []io.Writer, moved *atomic.In
 		defer whole.Close()
 		r = whole
 	}
-	res, err := k.lease.Upload(ctx, sshexec.UploadRequest{Path: k.in.Path, Check: k.st.rules.Paths.Check, R: &countingReader{r: r, n: moved},
+	res, err := k.leased().Upload(ctx, sshexec.UploadRequest{Path: k.in.Path, Check: k.st.rules.Paths.Check, R: &countingReader{r: r, n: moved},
 		Size: k.size, Mode: k.mode, Overwrite: k.in.Overwrite, MaxBytes: k.maxBytes})
 	return transferEnded(ctx, res, err)
 }

@@ -152,7 +152,15 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 		t.Auth.KeySecret, t.Auth.PassphraseSecret, t.Auth.PasswordSecret = c.KeySecret, c.PassphraseSecret, c.PasswordSecret
 		t.Auth.Certificate, err4 = certificateBytes(c, values, errs)
 		t.Auth.CertificateSecret, t.Auth.CertificatePath = c.CertificateSecret, c.Certificate
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		var err5 error
+		if c.CASecret != "" {
+			var ca []byte
+			if ca, err5 = secretBytes(c.CASecret, values, errs); err5 == nil {
+				t.Auth.CA, err5 = sshexec.ParseCA(name, c.CASecret, ca)
+			}
+			t.Auth.CASecret, t.CertTTL, t.CertSourceAddress, t.SFTPCommand = c.CASecret, c.CertTTL, c.CertSourceAddress, c.SFTPServer
+		}
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
 		if c.Jump != "" {
@@ -327,7 +335,11 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 	}
 	for name, st := range tg.ssh {
 		t := cfg.SSH[name]
-		check("ssh", name, st.err, fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port),
+		detail := fmt.Sprintf("host key verified, logged in as %s@%s:%d", t.User, t.Host, t.Port)
+		if t.CASecret != "" {
+			detail += fmt.Sprintf(" with a certificate of the CA %q forced to run `true`, which it ran", t.CASecret)
+		}
+		check("ssh", name, st.err, detail,
 			func(ctx context.Context) error {
 				err := pool.Check(ctx, st.target)
 				if hk := (*sshexec.HostKeyError)(nil); errors.As(err, &hk) && hk.Unknown() && asksHostKey(cfg, hk.Target) {

@@ -37,12 +37,18 @@ type AuthError struct {
 	// is false when the agent held no key for it.
 	cert        *ssh.Certificate
 	certOffered bool
+	// caSecret is the keyring item of the CA that signed cert, when the
+	// gateway signed it (a CA target).
+	caSecret string
 }
 
 func (e *AuthError) Error() string {
 	if e.agentListed && e.AgentKeys == 0 && e.KeyFingerprint == "" && !slices.Contains(e.Methods, "password") {
 		return fmt.Sprintf("target %q: the ssh-agent at SSH_AUTH_SOCK=%s holds no keys, so there was nothing to log in with; "+
 			"add the key with: ssh-add ~/.ssh/id_ed25519 (ssh-add -l lists what the agent holds)", e.Target, e.Agent)
+	}
+	if e.caSecret != "" {
+		return e.caRefused()
 	}
 	var tried, hints []string
 	if e.cert != nil {
@@ -79,6 +85,17 @@ func (e *AuthError) Error() string {
 	}
 	return fmt.Sprintf("target %q: server refused login as %q with %s: %s",
 		e.Target, e.User, strings.Join(tried, " and "), strings.Join(hints, "; "))
+}
+
+// caRefused is the error of a login with a certificate the gateway
+// signed: what the host must have for sshd to accept it.
+func (e *AuthError) caRefused() string {
+	ca := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(e.cert.SignatureKey)))
+	return fmt.Sprintf("target %q: server refused login as %q with a certificate of the CA in keyring item %q (%s, principal %q): "+
+		"on the host, put the CA's line %q in the file sshd_config's TrustedUserCAKeys names (actiongw ca init printed it) and reload sshd; "+
+		"when AuthorizedPrincipalsFile is set, the file for %s must list %q; sshd must be OpenSSH 6.5 or later (ed25519 certificates); "+
+		"its log (LogLevel VERBOSE) says why it refused, under the key id %q",
+		e.Target, e.User, e.caSecret, ssh.FingerprintSHA256(e.cert.SignatureKey), e.User, ca, e.User, e.User, e.cert.KeyId)
 }
 
 func plural(n int) string {
@@ -276,16 +293,26 @@ func authMethods(t *Target) ([]ssh.AuthMethod, *AuthError, func(), error) {
 	return methods, ae, closer, nil
 }
 
+// certAuth is authMethods for a certificate of t's CA.
+func certAuth(t *Target, cert ssh.Signer) ([]ssh.AuthMethod, *AuthError, func(), error) {
+	c := cert.PublicKey().(*ssh.Certificate)
+	ae := &AuthError{Target: t.Name, User: t.User, Methods: []string{"publickey"}, cert: c, certOffered: true, caSecret: t.Auth.CASecret}
+	return []ssh.AuthMethod{ssh.PublicKeys(cert)}, ae, func() {}, nil
+}
+
 // handshake runs the SSH handshake for t over conn, which it closes on
-// failure. ctx bounds the whole handshake: when it ends, conn is closed and
+// failure, logging in with cert when it is not nil (see dialAs). ctx bounds the whole handshake: when it ends, conn is closed and
 // the handshake fails at once.
-func handshake(ctx context.Context, t *Target, conn net.Conn) (*ssh.Client, error) {
+func handshake(ctx context.Context, t *Target, conn net.Conn, cert ssh.Signer) (*ssh.Client, error) {
 	hk, err := newHostKeyCheck(t)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
 	auth, authErr, closeAgent, err := authMethods(t)
+	if cert != nil {
+		auth, authErr, closeAgent, err = certAuth(t, cert)
+	}
 	defer closeAgent()
 	if err != nil {
 		conn.Close()

@@ -24,6 +24,8 @@ var ErrPoolClosed = errors.New("ssh pool closed")
 // safe for concurrent use.
 type Pool struct {
 	logger *slog.Logger
+	// signed, for tests, sees each certificate signed for a CA target.
+	signed func(*ssh.Certificate)
 
 	mu      sync.Mutex
 	targets map[string]*targetConns
@@ -83,11 +85,17 @@ func (p *Pool) Close() error {
 }
 
 // Check dials t on a new connection, verifies its host key and logs in,
-// then hangs up: what `actiongw check` reports for each target. Host key
-// problems are *HostKeyError, refused credentials *AuthError.
+// then hangs up: what `actiongw check` reports for each target. A CA
+// target logs in with a certificate forced to `true`, which must run and
+// exit 0: the host trusts the CA, accepts the principal and runs a
+// certificate's force-command. Host key problems are *HostKeyError,
+// refused credentials *AuthError.
 func (p *Pool) Check(ctx context.Context, t *Target) error {
 	if err := t.validate(); err != nil {
 		return err
+	}
+	if t.Auth.CA != nil {
+		return p.checkCA(ctx, t)
 	}
 	client, err := p.dial(ctx, t)
 	if err != nil {
@@ -228,6 +236,12 @@ func (p *Pool) newConn(ctx context.Context, t *Target) (*conn, error) {
 // dial opens a new authenticated connection to t, through a pooled
 // connection to its jump host when it has one.
 func (p *Pool) dial(ctx context.Context, t *Target) (*ssh.Client, error) {
+	return p.dialAs(ctx, t, nil)
+}
+
+// dialAs is dial, logging in with cert (a certificate of t's CA) instead
+// of t's credentials when it is not nil.
+func (p *Pool) dialAs(ctx context.Context, t *Target, cert ssh.Signer) (*ssh.Client, error) {
 	if t.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, t.ConnectTimeout,
@@ -239,7 +253,7 @@ func (p *Pool) dial(ctx context.Context, t *Target) (*ssh.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		return handshake(ctx, t, tcp)
+		return handshake(ctx, t, tcp, cert)
 	}
 	jump, err := p.conn(ctx, t.Jump)
 	if err != nil {
@@ -255,7 +269,7 @@ func (p *Pool) dial(ctx context.Context, t *Target) (*ssh.Client, error) {
 		}
 		return nil, fmt.Errorf("target %q: connect to %s through jump host %q: %w", t.Name, t.addr(), t.Jump.Name, err)
 	}
-	return handshake(ctx, t, tunnel)
+	return handshake(ctx, t, tunnel, cert)
 }
 
 // conn is one pooled SSH connection with its session accounting.
@@ -270,6 +284,9 @@ type conn struct {
 	err       error // why it closed; read after done
 
 	tc *targetConns // the pool's list it is on, whose waiters it wakes
+	// single marks the connection of one certificate (see certified): on
+	// no list, used by one command, closed when it releases its slot.
+	single bool
 
 	mu       sync.Mutex
 	limit    int // sessions the server allows, learned downwards
@@ -392,6 +409,10 @@ func (c *conn) idle() bool {
 
 // release gives back a session slot and wakes the waiters for one.
 func (c *conn) release() {
+	if c.single {
+		c.close(errors.New("its one command ended"))
+		return
+	}
 	c.mu.Lock()
 	c.active--
 	c.lastUsed = time.Now()

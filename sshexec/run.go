@@ -175,10 +175,45 @@ func (p *Pool) Run(ctx context.Context, t *Target, req Request) (*Result, error)
 type Lease struct {
 	pool   *Pool
 	target *Target
-	conn   *conn
-	ch     ssh.Channel
-	reqs   <-chan *ssh.Request
-	once   sync.Once
+	// conn, ch and reqs are nil, for a CA target, until its command is
+	// known (see certify).
+	conn *conn
+	ch   ssh.Channel
+	reqs <-chan *ssh.Request
+	once sync.Once
+	// keyID and serial name the certificate of a CA target (Certify).
+	keyID  string
+	serial uint64
+}
+
+// Certify names the certificate a lease of a CA target (Auth.CA) logs in
+// with: its key id, which sshd logs with the login, and its serial, which a
+// KRL can revoke. Call it before the lease is used; without it the key id
+// is "actiongw" and the serial random. Other targets ignore it.
+func (l *Lease) Certify(keyID string, serial uint64) { l.keyID, l.serial = keyID, serial }
+
+// certify dials the connection of a CA target's lease, with a certificate
+// whose force-command is command, and opens its session.
+func (l *Lease) certify(ctx context.Context, command string, pty bool) error {
+	g := grant{keyID: l.keyID, serial: l.serial, command: command, pty: pty}
+	if g.keyID == "" {
+		g.keyID = "actiongw"
+	}
+	if g.serial == 0 {
+		g.serial = NewSerial()
+	}
+	l.keyID, l.serial = g.keyID, g.serial
+	c, err := l.pool.certified(ctx, l.target, g)
+	if err != nil {
+		return err
+	}
+	ch, reqs, err := c.open(ctx)
+	if err != nil {
+		c.close(fmt.Errorf("open session: %w", err))
+		return fmt.Errorf("target %q: open session: %w", l.target.Name, err)
+	}
+	l.conn, l.ch, l.reqs = c, ch, reqs
+	return nil
 }
 
 // forever is a wait for a session that only ctx ends.
@@ -193,6 +228,10 @@ const forever = time.Duration(math.MaxInt64)
 func (p *Pool) Acquire(ctx context.Context, t *Target, wait time.Duration) (*Lease, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
+	}
+	if t.Auth.CA != nil {
+		// Its connection is dialled for its command (see Lease.Certify).
+		return &Lease{pool: p, target: t}, nil
 	}
 	for redials, refusals := 0, 0; ; {
 		c, err := p.connect(ctx, t, true, wait)
@@ -236,6 +275,9 @@ func (p *Pool) Acquire(ctx context.Context, t *Target, wait time.Duration) (*Lea
 // Release gives the session back without running anything.
 func (l *Lease) Release() {
 	l.once.Do(func() {
+		if l.conn == nil {
+			return // a CA target's, never dialled
+		}
 		l.ch.Close()
 		go ssh.DiscardRequests(l.reqs)
 		l.conn.release()
@@ -266,11 +308,25 @@ func (l *Lease) run(ctx context.Context, cancel context.CancelCauseFunc, start t
 	if !l.take() {
 		return nil, errLeaseUsed
 	}
-	defer l.conn.release()
-	r := &run{pool: l.pool, conn: l.conn, target: l.target, req: req, start: start, cancel: cancel, runID: newRunID()}
+	r := &run{pool: l.pool, target: l.target, req: req, start: start, cancel: cancel, runID: newRunID()}
 	r.stdout = &meter{run: r, w: req.Stdout}
 	r.stderr = &meter{run: r, w: req.Stderr}
-	res, err := r.run(ctx, l.ch, l.reqs)
+	script := r.script()
+	if l.target.Auth.CA != nil {
+		if err := checkCommand(&r.req, script); err != nil {
+			return nil, fmt.Errorf("target %q: %w", l.target.Name, err)
+		}
+		if err := l.certify(ctx, script, l.target.UsePTY); err != nil {
+			if ctx.Err() != nil {
+				return &Result{Status: stopStatus(ctx), Reason: context.Cause(ctx).Error(), Duration: time.Since(start), ConnectDuration: time.Since(start)}, nil
+			}
+			return nil, err
+		}
+		r.grant = &grant{keyID: l.keyID, serial: l.serial, command: script}
+	}
+	defer l.conn.release()
+	r.conn = l.conn
+	res, err := r.run(ctx, l.ch, l.reqs, script)
 	if res != nil {
 		res.Duration = time.Since(start)
 	}
@@ -302,6 +358,9 @@ type run struct {
 	start  time.Time
 	cancel context.CancelCauseFunc
 	runID  string // in the environment of every process the command starts
+	// grant is the certificate of a CA target's command, whose control
+	// scripts get certificates of their own (see control); nil otherwise.
+	grant *grant
 
 	stdout, stderr *meter
 	total          atomic.Int64 // stdout + stderr bytes received
@@ -309,7 +368,13 @@ type run struct {
 	s              *session
 }
 
-func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request) (*Result, error) {
+// script is the command line sent for the run's command: the command
+// inside the wrapper (see wrap).
+func (r *run) script() string {
+	return wrap(&r.req, r.runID, !r.target.UsePTY, heartbeatDeadline(r.target.keepalive()), r.target.stopGrace(), r.target.noSubreaper)
+}
+
+func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, script string) (*Result, error) {
 	markerOn := r.stderr
 	if r.target.UsePTY {
 		markerOn = r.stdout
@@ -318,7 +383,6 @@ func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 	res := &Result{}
 	var err error
 	hb := r.target.keepalive()
-	script := wrap(&r.req, r.runID, !r.target.UsePTY, heartbeatDeadline(hb), r.target.stopGrace(), r.target.noSubreaper)
 	if err = checkCommand(&r.req, script); err == nil && r.req.Sudo && r.target.UsePTY {
 		err = &CommandError{"sudo on a pseudo-terminal would echo the password; set pty = false"}
 	}

@@ -84,7 +84,7 @@ func (l *Lease) StartTerminal(ctx context.Context, req TerminalRequest) (*Termin
 		command = LoginShell
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	r := &run{pool: l.pool, conn: l.conn, target: l.target, req: Request{Command: command, Dir: req.Dir, Env: req.Env},
+	r := &run{pool: l.pool, target: l.target, req: Request{Command: command, Dir: req.Dir, Env: req.Env},
 		start: time.Now(), cancel: cancel, runID: newRunID()}
 	out := &lockedWriter{w: req.Output}
 	r.stdout = &meter{run: r, w: out}
@@ -96,6 +96,18 @@ func (l *Lease) StartTerminal(ctx context.Context, req TerminalRequest) (*Termin
 		return nil, fmt.Errorf("target %q: %w", l.target.Name, err)
 	}
 	script := wrap(&r.req, r.runID, false, heartbeatDeadline(l.target.keepalive()), l.target.stopGrace(), l.target.noSubreaper)
+	if l.target.Auth.CA != nil {
+		if err := checkCommand(&r.req, script); err != nil {
+			cancel(nil)
+			return nil, fmt.Errorf("target %q: %w", l.target.Name, err)
+		}
+		if err := l.certify(ctx, script, true); err != nil {
+			cancel(nil)
+			return nil, err
+		}
+		r.grant = &grant{keyID: l.keyID, serial: l.serial, command: script}
+	}
+	r.conn = l.conn
 	if err := checkCommand(&r.req, script); err != nil {
 		l.ch.Close()
 		go ssh.DiscardRequests(l.reqs)

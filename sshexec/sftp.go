@@ -144,6 +144,18 @@ func (l *Lease) startSFTP(ctx context.Context, grace time.Duration) (*sftpSessio
 	if !l.take() {
 		return nil, errLeaseUsed
 	}
+	if l.target.Auth.CA != nil {
+		command := l.target.SFTPCommand
+		if command == "" {
+			command = "internal-sftp"
+		}
+		if err := l.certify(ctx, command, false); err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, err
+		}
+	}
 	s := &sftpSession{l: l, concurrency: sftpConcurrency}
 	s.readers.Add(2)
 	go func() { defer s.readers.Done(); ssh.DiscardRequests(l.reqs) }()

@@ -221,7 +221,15 @@ func (r *run) control(script string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout+r.target.keepalive())
 	defer cancel()
 	c := r.conn
-	if !c.alive() {
+	if r.grant != nil {
+		// The run's certificate runs only its command: each control
+		// script logs in with one of its own.
+		var err error
+		if c, err = r.pool.certified(ctx, r.target, controlGrant(*r.grant, command)); err != nil {
+			return 0, "", err
+		}
+		defer c.release()
+	} else if !c.alive() {
 		var err error
 		if c, err = r.pool.conn(ctx, r.target); err != nil {
 			return 0, "", err

@@ -72,6 +72,18 @@ type Target struct {
 	// AgentSocket is the ssh-agent's socket when Auth.Agent is set; empty
 	// means $SSH_AUTH_SOCK.
 	AgentSocket string
+	// CertTTL is how long a certificate signed with Auth.CA stays valid
+	// for a login after it is signed; it must be positive when Auth.CA is
+	// set. A command that logged in runs on after it.
+	CertTTL time.Duration
+	// CertSourceAddress is the source-address critical option of the
+	// certificates signed with Auth.CA (addresses or CIDR ranges, comma
+	// separated, as sshd reads it); empty sets none.
+	CertSourceAddress string
+	// SFTPCommand is the force-command of the certificate of a file
+	// transfer when Auth.CA is set: "internal-sftp" (sshd's own; empty
+	// means it) or the path of the server's sftp-server.
+	SFTPCommand string
 
 	// noSubreaper keeps the wrapper from using the host's perl (see
 	// supervisor), as on a host without it: for tests.
@@ -114,6 +126,12 @@ type Auth struct {
 	// CertificateSecret and CertificatePath name where Certificate came
 	// from (a keyring item, a file), for messages only; empty names none.
 	CertificateSecret, CertificatePath string
+	// CA makes the target a certificate target: every command logs in on
+	// a connection of its own with a new key and a certificate this CA
+	// signs for that command alone (see ca.go). No other credential may be
+	// set with it. CASecret names its keyring item, for messages only.
+	CA       ssh.Signer
+	CASecret string
 }
 
 // String describes which credentials are present, never their values.
@@ -133,6 +151,9 @@ func (a Auth) String() string {
 	}
 	if len(a.Certificate) > 0 {
 		have = append(have, "certificate")
+	}
+	if a.CA != nil {
+		have = append(have, "ca")
 	}
 	return "Auth{" + strings.Join(have, ",") + "}"
 }
@@ -188,7 +209,11 @@ func (t *Target) poolKey() string {
 	if t.Auth.Agent {
 		agent[0] = 1
 	}
-	for _, b := range [][]byte{[]byte(t.KnownHostsPath), []byte(t.HostKey), t.Auth.PrivateKey, t.Auth.Passphrase, t.Auth.Password, agent, t.Auth.Certificate, []byte(t.HostKeyAlias), []byte(t.AgentSocket)} {
+	var ca []byte
+	if t.Auth.CA != nil {
+		ca = t.Auth.CA.PublicKey().Marshal()
+	}
+	for _, b := range [][]byte{[]byte(t.KnownHostsPath), []byte(t.HostKey), t.Auth.PrivateKey, t.Auth.Passphrase, t.Auth.Password, agent, t.Auth.Certificate, []byte(t.HostKeyAlias), []byte(t.AgentSocket), ca} {
 		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
 		h.Write(b)
 	}
@@ -245,6 +270,13 @@ func (t *Target) validate() error {
 			return fmt.Errorf("target %q: stop mode %q: want %q or %q", cur.Name, cur.StopMode, StopSignal, StopWrapper)
 		case cur.HostKey != "" && !strings.HasPrefix(cur.HostKey, "SHA256:"):
 			return fmt.Errorf("target %q: host_key %q: want a SHA256 fingerprint (SHA256:…)", cur.Name, cur.HostKey)
+		case cur.Auth.CA != nil && (len(cur.Auth.PrivateKey) > 0 || len(cur.Auth.Password) > 0 || cur.Auth.Agent || len(cur.Auth.Certificate) > 0):
+			return fmt.Errorf("target %q: a CA target logs in only with the certificates its CA signs: it takes no key, password, agent or certificate", cur.Name)
+		case cur.Auth.CA != nil && cur != t:
+			return fmt.Errorf("target %q: the jump host %q is a CA target, whose certificates permit no port forwarding: give the jump host a key", t.Name, cur.Name)
+		case cur.Auth.CA != nil && cur.CertTTL <= 0:
+			return fmt.Errorf("target %q: certificate validity %v: want a positive duration", cur.Name, cur.CertTTL)
+		case cur.Auth.CA != nil:
 		case len(cur.Auth.PrivateKey) == 0 && len(cur.Auth.Password) == 0 && !cur.Auth.Agent:
 			return fmt.Errorf("target %q: %w", cur.Name, ErrNoCredential)
 		case len(cur.Auth.Certificate) > 0 && len(cur.Auth.PrivateKey) == 0 && !cur.Auth.Agent:

@@ -74,6 +74,8 @@ Usage:
   actiongw secret delete NAME       remove a secret
   actiongw secret list [-config P]  names the config references, present or not
   actiongw check [-config PATH]     validate config, secrets and targets
+  actiongw ca init NAME             an SSH certificate authority key in the keyring,
+                                    for targets with ca_secret (per-action certificates)
   actiongw import ssh-config [-hosts PATTERN] [-write]
                                     targets from ~/.ssh/config, keys into the keyring
   actiongw audit verify [-config P] check the audit log's hash chain
@@ -104,6 +106,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.secret(ctx, rest)
 	case "check":
 		return c.check(ctx, rest)
+	case "ca":
+		return c.ca(ctx, rest)
 	case "audit":
 		return c.audit(ctx, rest)
 	case "console":

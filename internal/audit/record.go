@@ -43,9 +43,13 @@ type Record struct {
 	Cwd string `json:"cwd,omitempty"`
 	Env string `json:"env,omitempty"`
 	// Sudo is set when the command ran as root under sudo.
-	Sudo   bool   `json:"sudo,omitempty"`
-	Method string `json:"method,omitempty"`
-	Path   string `json:"path,omitempty"`
+	Sudo bool `json:"sudo,omitempty"`
+	// CertSerial is the serial (decimal) of the certificate an action on
+	// a CA target logs in with; its key id is the handle. A KRL revokes
+	// it by this number.
+	CertSerial string `json:"cert_serial,omitempty"`
+	Method     string `json:"method,omitempty"`
+	Path       string `json:"path,omitempty"`
 	// Size is the size of a file transfer: an upload's content in the
 	// intent, the bytes that moved in the outcome.
 	Size int64 `json:"size,omitempty"`

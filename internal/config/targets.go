@@ -27,11 +27,26 @@ type SSHTarget struct {
 	User        string `toml:"user"`
 
 	// Exactly one way to authenticate: KeySecret (with an optional
-	// PassphraseSecret), PasswordSecret, or Agent (the user's ssh-agent).
+	// PassphraseSecret), PasswordSecret, Agent (the user's ssh-agent), or
+	// CASecret.
 	KeySecret        string `toml:"key_secret"`
 	PassphraseSecret string `toml:"passphrase_secret"`
 	PasswordSecret   string `toml:"password_secret"`
 	Agent            bool   `toml:"agent"`
+	// CASecret names a CA key made by `actiongw ca init NAME`: every
+	// action logs in on a connection of its own with a new key and a
+	// certificate the CA signs for that action alone (its command as the
+	// force-command, the user as principal, the handle as key id), which
+	// the host's sshd enforces (TrustedUserCAKeys). CertTTL is how long
+	// such a certificate can log in after it is signed; CertSourceAddress
+	// its source-address option (addresses or CIDR ranges, comma
+	// separated), empty for none; SFTPServer the force-command of a file
+	// transfer's certificate: "internal-sftp" or the absolute path of the
+	// host's sftp-server, as its sshd_config's Subsystem line says.
+	CASecret          string        `toml:"ca_secret"`
+	CertTTL           time.Duration `toml:"cert_ttl" default:"2m"`
+	CertSourceAddress string        `toml:"cert_source_address"`
+	SFTPServer        string        `toml:"sftp_server" default:"internal-sftp"`
 
 	// KnownHosts is the known_hosts file that verifies the host key, unless
 	// HostKey pins a "SHA256:…" fingerprint instead. Verification cannot
@@ -337,7 +352,7 @@ func (c *Config) SecretNames() []string {
 // SecretNames returns the keyring items the target itself uses (not those
 // of its jump host), sorted and without duplicates.
 func (t *SSHTarget) SecretNames() []string {
-	return secretNames(append([]string{t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret}, t.AllowSecretInput...)...)
+	return secretNames(append([]string{t.KeySecret, t.PassphraseSecret, t.PasswordSecret, t.SudoSecret, t.CertificateSecret, t.CASecret}, t.AllowSecretInput...)...)
 }
 
 // SecretNames returns the keyring items the endpoint uses, sorted and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"path"
 	"regexp"
 	"slices"
@@ -43,14 +44,15 @@ func (c *Config) validateSSHLogin(p *problems, name, f string, t *SSHTarget) {
 		p.bad(f+".user", "is required")
 	}
 	auths := 0
-	for _, set := range []bool{t.KeySecret != "", t.PasswordSecret != "", t.Agent} {
+	for _, set := range []bool{t.KeySecret != "", t.PasswordSecret != "", t.Agent, t.CASecret != ""} {
 		if set {
 			auths++
 		}
 	}
 	if auths != 1 {
-		p.bad(f, "set exactly one of key_secret, password_secret or agent = true")
+		p.bad(f, "set exactly one of key_secret, password_secret, agent = true or ca_secret")
 	}
+	c.validateCA(p, name, f, t)
 	if t.PassphraseSecret != "" && t.KeySecret == "" {
 		p.bad(f+".passphrase_secret", "needs key_secret")
 	}
@@ -173,7 +175,7 @@ func validateSSHOptions(p *problems, f string, t *SSHTarget) {
 	}
 	p.add(checkSecretNames(f, map[string]string{
 		"key_secret": t.KeySecret, "passphrase_secret": t.PassphraseSecret, "password_secret": t.PasswordSecret,
-		"sudo_secret": t.SudoSecret,
+		"sudo_secret": t.SudoSecret, "ca_secret": t.CASecret,
 	})...)
 	for i, name := range t.AllowSecretInput {
 		p.add(checkSecretNames(f, map[string]string{fmt.Sprintf("allow_secret_input[%d]", i): name})...)
@@ -188,6 +190,42 @@ func validateSSHOptions(p *problems, f string, t *SSHTarget) {
 	}
 	p.add(checkCertificate(f, t)...)
 	p.add(checkNoInline(f, t.Description, t.Host, t.User)...)
+}
+
+// validateCA checks the options of a CA target (ca_secret): the validity
+// of its certificates, their source-address, its SFTP server; and that no
+// target jumps through it: its certificates permit no port forwarding.
+func (c *Config) validateCA(p *problems, name, f string, t *SSHTarget) {
+	if t.CASecret == "" {
+		if t.CertSourceAddress != "" {
+			p.bad(f+".cert_source_address", "needs ca_secret: it is an option of the certificates the gateway signs")
+		}
+		return
+	}
+	if t.Certificate != "" || t.CertificateSecret != "" {
+		p.bad(f+".ca_secret", "cannot be used with certificate or certificate_secret: the gateway signs the certificate of each action itself")
+	}
+	if t.CertTTL < 10*time.Second || t.CertTTL > time.Hour {
+		p.bad(f+".cert_ttl", "must be 10s-1h, got %s (a certificate only has to last until its login)", t.CertTTL)
+	}
+	for _, a := range strings.Split(t.CertSourceAddress, ",") {
+		if t.CertSourceAddress == "" {
+			break
+		}
+		if _, err := netip.ParsePrefix(a); err != nil {
+			if _, err := netip.ParseAddr(a); err != nil {
+				p.bad(f+".cert_source_address", "%q is no IP address or CIDR range (give them comma separated, no spaces)", a)
+			}
+		}
+	}
+	if t.SFTPServer != "internal-sftp" && !path.IsAbs(t.SFTPServer) {
+		p.bad(f+".sftp_server", `must be "internal-sftp" or the absolute path of the host's sftp-server (as sshd_config's Subsystem sftp line says), got %q`, t.SFTPServer)
+	}
+	for _, other := range slices.Sorted(maps.Keys(c.SSH)) {
+		if c.SSH[other].Jump == name {
+			p.bad("ssh."+other+".jump", "names %q, a CA target (ca_secret), whose certificates permit no port forwarding: jump through a target with a key", name)
+		}
+	}
 }
 
 func (c *Config) jumpLoop(start string) error {
