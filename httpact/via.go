@@ -2,6 +2,7 @@ package httpact
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -72,11 +73,7 @@ func (e *Endpoint) checkVia(base *url.URL) error {
 		if via.Dial == nil {
 			return e.invalid(field, "has no dial function")
 		}
-		host := u.Hostname()
-		if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 }) {
-			return e.invalid(field, "needs the URL's host in ASCII (its punycode form): the SSH target %q resolves it as it is", via.Name)
-		}
-		if err := checkProxiedHost(host, true); err != nil {
+		if err := CheckViaURL(u.String()); err != nil {
 			return e.invalid(field, "%v", err)
 		}
 		return nil
@@ -97,6 +94,30 @@ func (e *Endpoint) checkVia(base *url.URL) error {
 		}
 	}
 	return nil
+}
+
+// CheckViaURL checks a URL that an endpoint's Via carries (its base URL
+// or token URL): its host in ASCII, since the far side resolves it as it
+// is, and not a literal address that stays refused there (link-local,
+// cloud metadata, ...; loopback and private ones are the far side's).
+func CheckViaURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("is not a URL")
+	}
+	host := u.Hostname()
+	if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 }) {
+		return errors.New("must name its host in ASCII (its punycode form): the SSH target resolves it as it is")
+	}
+	return checkProxiedHost(host, true)
+}
+
+// SameHostPort reports whether two URLs name the same host and port,
+// the default port made explicit; false when one does not parse.
+func SameHostPort(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Host != "" && hostPort(ua) == hostPort(ub)
 }
 
 // dialFor returns the dial function of e's connections: c.dialer, behind
