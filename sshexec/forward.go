@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -58,8 +59,12 @@ type ConnLostError struct {
 }
 
 func (e *ConnLostError) Error() string {
-	return fmt.Sprintf("target %q: the SSH connection that carried the connection to %s was lost (%v); the next request dials it again",
-		e.Target, e.Addr, e.Err)
+	why := e.Err.Error()
+	if errors.Is(e.Err, io.EOF) {
+		why = "the server closed it or went away"
+	}
+	return fmt.Sprintf("target %q: the SSH connection that carried the connection to %s was lost (%s); the next request dials it again",
+		e.Target, e.Addr, why)
 }
 
 func (e *ConnLostError) Unwrap() error { return e.Err }
