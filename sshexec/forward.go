@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,8 +89,9 @@ type directTCPIP struct {
 //
 // A server that refuses the channel gives a *ForwardError. Once the SSH
 // connection under it is lost, the connection's Read and Write fail with
-// a *ConnLostError; its deadlines are not supported (SetDeadline fails),
-// so a caller ends it by closing it.
+// a *ConnLostError; a deadline that passes closes it (a channel cannot
+// time out a waiting Read or Write), and they fail with
+// os.ErrDeadlineExceeded.
 func (p *Pool) DialTCP(ctx context.Context, t *Target, addr string) (net.Conn, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
@@ -153,6 +155,9 @@ type tunnelConn struct {
 
 	closeOnce sync.Once
 	closed    atomic.Bool // by Close: its own errors are no loss
+	expired   atomic.Bool // closed by a deadline
+	mu        sync.Mutex
+	timers    [2]*time.Timer // the read and the write deadline's
 }
 
 func (t *tunnelConn) Read(b []byte) (int, error) {
@@ -171,11 +176,40 @@ func (t *tunnelConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// SetDeadline, SetReadDeadline and SetWriteDeadline close the tunnel
+// when the deadline passes: a channel cannot time out a Read or Write
+// that waits, and what sets a deadline on such a connection (TLS's
+// close_notify, while closing it) gives it up then. Read and Write then
+// fail with os.ErrDeadlineExceeded. A zero time clears the deadline.
+func (t *tunnelConn) SetDeadline(d time.Time) error {
+	t.setDeadline(0, d)
+	t.setDeadline(1, d)
+	return nil
+}
+func (t *tunnelConn) SetReadDeadline(d time.Time) error  { t.setDeadline(0, d); return nil }
+func (t *tunnelConn) SetWriteDeadline(d time.Time) error { t.setDeadline(1, d); return nil }
+
+func (t *tunnelConn) setDeadline(i int, d time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timers[i] != nil {
+		t.timers[i].Stop()
+		t.timers[i] = nil
+	}
+	if !d.IsZero() {
+		t.timers[i] = time.AfterFunc(time.Until(d), func() {
+			t.expired.Store(true)
+			t.Channel.Close()
+		})
+	}
+}
+
 // Close closes the channel and gives back its use of the connection.
 func (t *tunnelConn) Close() error {
 	var err error
 	t.closeOnce.Do(func() {
 		t.closed.Store(true)
+		t.SetDeadline(time.Time{})
 		err = t.Channel.Close()
 		t.c.mu.Lock()
 		t.c.tunnels--
@@ -193,6 +227,9 @@ func (t *tunnelConn) Close() error {
 // order of events. A connection that does not answer within the
 // keepalive interval is closed.
 func (t *tunnelConn) lost(err error) error {
+	if t.expired.Load() {
+		return os.ErrDeadlineExceeded
+	}
 	if t.closed.Load() {
 		return err
 	}
@@ -216,12 +253,6 @@ func (t *tunnelConn) lost(err error) error {
 // sees them: its own, and the address asked for.
 func (t *tunnelConn) LocalAddr() net.Addr  { return tunnelAddr("ssh:" + t.c.target.Name) }
 func (t *tunnelConn) RemoteAddr() net.Addr { return tunnelAddr(t.addr) }
-
-var errNoDeadline = errors.New("sshexec: a connection through an SSH target has no deadlines; close it instead")
-
-func (t *tunnelConn) SetDeadline(time.Time) error      { return errNoDeadline }
-func (t *tunnelConn) SetReadDeadline(time.Time) error  { return errNoDeadline }
-func (t *tunnelConn) SetWriteDeadline(time.Time) error { return errNoDeadline }
 
 type tunnelAddr string
 

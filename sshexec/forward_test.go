@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,5 +218,27 @@ func TestDialTCPRemoteClose(t *testing.T) {
 	b, err := io.ReadAll(c)
 	if err != nil || string(b) != "bye" {
 		t.Fatalf("ReadAll: %q, %v; want \"bye\", nil", b, err)
+	}
+}
+
+// TestDialTCPDeadline: a deadline that passes ends a Read that waits,
+// with os.ErrDeadlineExceeded, and closes the tunnel.
+func TestDialTCPDeadline(t *testing.T) {
+	s := sshtest.Start(t, sshtest.Options{})
+	p := newPool(t)
+	addr, closed := echoServer(t)
+	c, err := tunnelTo(t, p, target(s), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v; want os.ErrDeadlineExceeded", err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the deadline did not close the service's connection")
 	}
 }
