@@ -86,7 +86,7 @@ func (g *Gateway) HTTPRequest(ctx context.Context, in HTTPRequestInput, progress
 	}
 	k.sent = in.Path // the path as it will be sent (escaped, from the origin), once checked
 	// The audit keeps no query string: it may carry a credential.
-	intent := audit.Record{Tool: "http_request", Target: in.Endpoint, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]}
+	intent := audit.Record{Tool: "http_request", Target: in.Endpoint, Via: s.cfg.HTTP[in.Endpoint].Via, Method: method, Path: strings.SplitN(in.Path, "?", 2)[0]}
 	return g.run(ctx, s, &action{kind: k, intent: intent}, progress, in.WaitS)
 }
 
@@ -170,8 +170,13 @@ func (k *httpRequest) question() *Question {
 	if len(req.Query) > 0 {
 		path += "?" + req.Query.Encode()
 	}
-	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, base, req.Method, quote(path))
-	parts := []string{"http_request", endpoint, base, req.Method, path, strconv.FormatBool(req.JSON), string(req.Body)}
+	where := base
+	via := k.cfg.HTTP[endpoint].Via
+	if via != "" {
+		where += fmt.Sprintf(", through SSH target %q", via)
+	}
+	fmt.Fprintf(&b, "Send this request to HTTP endpoint %q (%s)?\n\n%s %s\n", endpoint, where, req.Method, quote(path))
+	parts := []string{"http_request", endpoint, base, via, req.Method, path, strconv.FormatBool(req.JSON), string(req.Body)}
 	for _, k := range slices.Sorted(maps.Keys(req.Headers)) {
 		fmt.Fprintf(&b, "%s: %s\n", quote(k), quote(req.Headers[k]))
 		parts = append(parts, k, req.Headers[k])

@@ -136,7 +136,7 @@ func (g *Gateway) loadLocked(ctx context.Context, cfg *config.Config, loadErr er
 			note = "The configuration was reloaded, but changes to its [server] and [audit] sections take effect only when the server restarts."
 		}
 	}
-	tg, values, failed := loadTargets(ctx, cfg, g.store, g.log)
+	tg, values, failed := loadTargets(ctx, cfg, g.store, g.ssh, g.log)
 	known := knownOf(old)
 	for _, v := range values {
 		if !slices.ContainsFunc(known, func(k redact.Secret) bool { return k.Name == v.Name && string(k.Value) == string(v.Value) }) {

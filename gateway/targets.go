@@ -65,10 +65,11 @@ type targets struct {
 }
 
 // loadTargets reads every secret cfg references from store and builds the
-// targets. It also returns what the redactor must know: every loaded
-// value, and the forms each endpoint's auth kind derives from its
-// secrets (derivedSecrets); and whether a secret did not load.
-func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger) (tg *targets, known []redact.Secret, failed bool) {
+// targets, an endpoint's via dialling through pool. It also returns what
+// the redactor must know: every loaded value, and the forms each
+// endpoint's auth kind derives from its secrets (derivedSecrets); and
+// whether a secret did not load.
+func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, pool *sshexec.Pool, log *slog.Logger) (tg *targets, known []redact.Secret, failed bool) {
 	values, errs := loadSecrets(ctx, store, cfg.SecretNames())
 	for name, err := range errs {
 		log.Warn("secret not loaded; targets that use it will fail", "secret", name, "error", err)
@@ -84,7 +85,7 @@ func loadTargets(ctx context.Context, cfg *config.Config, store SecretStore, log
 		tg.ssh[name] = buildSSHTarget(cfg, name, values, errs)
 	}
 	for name := range cfg.HTTP {
-		tg.http[name] = buildHTTPEndpoint(cfg, name, values, errs)
+		tg.http[name] = buildHTTPEndpoint(cfg, name, values, errs, tg.via(pool))
 	}
 	return tg, known, len(errs) > 0
 }
@@ -194,7 +195,27 @@ func buildSSHTarget(cfg *config.Config, name string, values map[string]secrets.V
 	return st
 }
 
-func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error) *httpEndpoint {
+// via returns how an endpoint reaches its via, the SSH target name:
+// through a direct-tcpip channel of the target's pooled connection in
+// pool; or the error that keeps the target from being used.
+func (tg *targets) via(pool *sshexec.Pool) func(name string) (*httpact.Via, error) {
+	return func(name string) (*httpact.Via, error) {
+		st := tg.ssh[name]
+		if st.err != nil {
+			return nil, fmt.Errorf("its via, SSH target %q: %w", name, st.err)
+		}
+		t := st.target
+		return &httpact.Via{Name: name, Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			return pool.DialTCP(ctx, t, addr)
+		}}, nil
+	}
+}
+
+// buildHTTPEndpoint builds endpoint name of cfg with the secrets that
+// loaded (values; errs for those that did not), its via and token_via
+// from via.
+func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secrets.Value, errs map[string]error,
+	via func(name string) (*httpact.Via, error)) *httpEndpoint {
 	c := cfg.HTTP[name]
 	he := &httpEndpoint{rules: httpRules(name, c)}
 	e := &httpact.Endpoint{
@@ -212,6 +233,20 @@ func buildHTTPEndpoint(cfg *config.Config, name string, values map[string]secret
 	he.endpoint = e
 	if e.Auth.OAuth2 != nil {
 		he.refreshSecret = c.RefreshTokenSecret
+	}
+	// The endpoint's channels share the via target's pooled connection,
+	// at most its max_sessions at once.
+	var err1, err2 error
+	if c.Via != "" {
+		e.Via, err1 = via(c.Via)
+		e.MaxConns = cfg.SSH[c.Via].MaxSessions
+	}
+	if c.TokenVia != "" && e.Auth.OAuth2 != nil {
+		e.Auth.OAuth2.Via, err2 = via(c.TokenVia)
+	}
+	if err := errors.Join(err1, err2); err != nil {
+		he.err = fmt.Errorf("endpoint %q: %w", name, err)
+		return he
 	}
 	if c.CAFile != "" { // checked at load; read again in case it changed
 		var err error
@@ -304,15 +339,17 @@ type TargetCheck struct {
 // CheckTargets builds every target from cfg and store and tries each as a
 // call would, within timeout: SSH targets are dialled, their host keys
 // verified and the login tried; HTTP endpoints are connected to through the
-// address guard (with the TLS handshake for https), sending no request, and
+// address guard or their via's SSH target (a direct-tcpip channel, whose
+// refusal says which sshd_config line allows it), with the TLS handshake
+// for https, sending no request, and
 // one with OAuth2 client credentials fetches an access token;
 // the audit log's syslog receiver, if any, is connected to (Kind "audit").
 // The
 // errors are the ones a tool call would get, such as *sshexec.HostKeyError
 // with the presented fingerprint.
 func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, log *slog.Logger, timeout time.Duration) []TargetCheck {
-	tg, _, _ := loadTargets(ctx, cfg, store, log)
 	pool, client := sshexec.NewPool(log), httpact.NewClient(log)
+	tg, _, _ := loadTargets(ctx, cfg, store, pool, log)
 	defer pool.Close()
 	defer client.Close()
 	var (
@@ -352,6 +389,8 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 		c := cfg.HTTP[name]
 		detail := "connected to " + c.BaseURL
 		switch proxy := c.ProxyAddr(); {
+		case c.Via != "":
+			detail += fmt.Sprintf(" through SSH target %q (its sshd opened a direct-tcpip channel to it)", c.Via)
 		case proxy == "":
 		case strings.HasPrefix(strings.ToLower(c.BaseURL), "https:"):
 			detail += " through the proxy " + proxy + " (CONNECT)"
@@ -362,6 +401,9 @@ func CheckTargets(ctx context.Context, cfg *config.Config, store SecretStore, lo
 		switch c.Auth {
 		case httpact.AuthOAuth2ClientCredentials:
 			detail += "; an access token fetched from " + c.TokenURL
+			if c.TokenVia != "" {
+				detail += fmt.Sprintf(" through SSH target %q", c.TokenVia)
+			}
 			if o := he.endpoint.Auth.OAuth2; o != nil {
 				// The token is only fetched: it reaches no output to redact.
 				o.OnToken = func([]byte, time.Time) error { return nil }

@@ -242,7 +242,7 @@ func checkOAuth2(e *Endpoint) error {
 	if o == nil {
 		return e.invalid("auth", "kind %s needs its OAuth2 settings", e.Auth.Kind)
 	}
-	if err := CheckTokenURL(o.TokenURL, e.AllowPrivate); err != nil {
+	if err := CheckTokenURL(o.TokenURL, e.AllowPrivate || o.Via != nil); err != nil {
 		return e.invalid("token_url", "%s", err)
 	}
 	if o.ClientID == "" || hasControl(o.ClientID) {

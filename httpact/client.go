@@ -78,11 +78,13 @@ type pool struct {
 // endpoint reloaded with another CA or client certificate must not reuse
 // a connection made with the old one.
 type transportKey struct {
-	origin       string
-	allowPrivate bool
-	roots        *x509.CertPool
-	clientCert   *tls.Certificate
-	proxy        proxySetting
+	origin        string
+	allowPrivate  bool
+	roots         *x509.CertPool
+	clientCert    *tls.Certificate
+	proxy         proxySetting
+	via, tokenVia *Via
+	maxConns      int
 }
 
 // NewClient returns a Client that logs to logger (nil: no logs).
@@ -117,7 +119,10 @@ func (c *Client) Close() {
 // origin, address policy, TLS or proxy settings changed.
 func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
 	key := transportKey{origin: origin(base), allowPrivate: e.AllowPrivate, roots: e.RootCAs, clientCert: e.ClientCert,
-		proxy: e.proxySetting()}
+		proxy: e.proxySetting(), via: e.Via, maxConns: e.MaxConns}
+	if o := e.Auth.OAuth2; o != nil {
+		key.tokenVia = o.Via
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.transports[e.Name]; ok {
@@ -131,7 +136,7 @@ func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
 		// A proxy is only ever the endpoint's own, from configuration:
 		// the agent has no say in it.
 		Proxy:       func(r *http.Request) (*url.URL, error) { return route.forURL(r.URL) },
-		DialContext: c.dialer(e.AllowPrivate, route),
+		DialContext: c.dialFor(e, base, route),
 		OnProxyConnectResponse: func(_ context.Context, p *url.URL, r *http.Request, resp *http.Response) error {
 			return connectAnswered(p.Host, r.Host, resp)
 		},
@@ -140,6 +145,7 @@ func (c *Client) transport(e *Endpoint, base *url.URL) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConns:          8,
 		MaxIdleConnsPerHost:   8,
+		MaxConnsPerHost:       e.MaxConns,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}

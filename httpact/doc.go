@@ -38,6 +38,12 @@
 // literal address or a localhost name in it is checked against the denied
 // ranges.
 //
+// An endpoint behind a bastion goes through Endpoint.Via instead: its
+// connections are opened by the far side (an SSH target's server), which
+// resolves the host name; https runs TLS over it end to end; only the
+// base URL's and the token URL's host and port are ever dialled, and a
+// literal link-local or metadata address is refused as behind a proxy.
+//
 // The OAuth2 auth kinds fetch an access token (golang.org/x/oauth2) through
 // the endpoint's own guarded transport and proxy, cache it per endpoint
 // until shortly before its expiry, hand every token to the caller's

@@ -103,6 +103,21 @@ type Endpoint struct {
 	// address in the URL, nothing else. "" uses none, unless
 	// ProxyFromEnvironment.
 	Proxy string
+	// Via, if set, carries every connection to the base URL's host and
+	// port (an SSH target's server opens them, in actiongw): the far side
+	// resolves the host name, and https runs TLS over it end to end, the
+	// certificate checked against that name with RootCAs and ClientCert
+	// as for any endpoint. The host may then be a loopback or private
+	// address without AllowPrivate (they are the far side's), but a
+	// literal address never allowable (link-local, cloud metadata, ...)
+	// is refused, as a proxied one is; and nothing but that host and port
+	// (and the token URL's, see OAuth2.Via) is ever connected to. Not
+	// with Proxy or ProxyFromEnvironment. Nil connects from this host.
+	Via *Via
+	// MaxConns bounds the connections open at once to the base URL's
+	// host and port (net/http's MaxConnsPerHost): a request past it
+	// waits for one. Zero means no bound.
+	MaxConns int
 	// ProxyFromEnvironment takes the proxy from this process's
 	// environment, read when the endpoint's transport is built:
 	// HTTPS_PROXY for https URLs, HTTP_PROXY for http ones, each in the
@@ -217,6 +232,12 @@ func (e *Endpoint) validate() (*url.URL, error) {
 	var pe *EndpointError
 	if errors.As(CheckProxy(e.Proxy, e.ProxyFromEnvironment, e.BaseURL, tokenURL, e.Auth.Kind), &pe) {
 		return bad(pe.Field, "%s", pe.Reason)
+	}
+	if e.MaxConns < 0 {
+		return bad("max_conns", "must not be negative")
+	}
+	if err := e.checkVia(base); err != nil {
+		return nil, err
 	}
 	return base, nil
 }

@@ -21,10 +21,15 @@ import (
 // kept by the Client until shortly before they expire.
 type OAuth2 struct {
 	// TokenURL is the token endpoint: https, or http to a loopback host
-	// when the endpoint has AllowPrivate (CheckTokenURL). It is reached
-	// through the endpoint's own transport, so the address guard and
-	// RootCAs apply to it as to the endpoint; redirects are not followed.
+	// when the endpoint has AllowPrivate or Via is set (CheckTokenURL).
+	// It is reached through the endpoint's own transport, so the address
+	// guard and RootCAs apply to it as to the endpoint; redirects are not
+	// followed.
 	TokenURL string
+	// Via, if set, carries the connections to the token URL's host and
+	// port, as Endpoint.Via does the base URL's: the same one, another,
+	// or nil to connect from this host through the address guard.
+	Via      *Via
 	ClientID string
 	// ClientSecret is required by AuthOAuth2ClientCredentials; for
 	// AuthOAuth2RefreshToken, nil sends none (a public client).

@@ -8,7 +8,7 @@ import (
 )
 
 // Probe connects to e's origin as a request would, through the same address
-// guard and the same proxy, and completes the TLS handshake for https, then
+// guard and the same proxy or Via, and completes the TLS handshake for https, then
 // hangs up without sending a request or a credential: what `actiongw check`
 // reports for an endpoint. Through a proxy, an https origin is reached with
 // CONNECT; for a plain http one only the proxy is connected to, since the
@@ -31,7 +31,7 @@ func (c *Client) Probe(ctx context.Context, e *Endpoint) error {
 	if proxy != nil {
 		addr = proxy.Host
 	}
-	conn, err := c.dialer(e.AllowPrivate, route)(ctx, "tcp", addr)
+	conn, err := c.dialFor(e, base, route)(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", o, err)
 	}

@@ -72,3 +72,30 @@ func TestProxyIsConfigOnly(t *testing.T) {
 	}
 	listed() // the session goes on
 }
+
+// TestViaIsConfigOnly: list_targets shows the SSH target an endpoint
+// goes through; an agent cannot name one in http_request.
+func TestViaIsConfigOnly(t *testing.T) {
+	ctx := testContext(t)
+	stderr := &syncbuf.Buffer{}
+	cfg := "[ssh.bastion]\nhost = \"127.0.0.1\"\nport = 1\nuser = \"u\"\nagent = true\njump_only = true\n" +
+		"[http.api]\nbase_url = \"http://10.0.3.7:9090\"\nvia = \"bastion\"\n"
+	client := mcp.NewClient(&mcp.Implementation{Name: "via-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: serverCmd(t, writeConfig(t, 0, cfg), stderr)}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_targets", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_targets: %v %+v", err, res)
+	}
+	if raw, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(raw), `"via":"bastion"`) {
+		t.Errorf("list_targets: got %s; want the endpoint's via", raw)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "http_request", Arguments: map[string]any{
+		"endpoint": "api", "method": "GET", "path": "/x", "via": "other"}})
+	if err == nil && (!res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"via"`)) {
+		t.Errorf("http_request with a via argument: got %+v; want it refused, naming the argument", res.Content)
+	}
+}

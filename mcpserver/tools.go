@@ -80,6 +80,9 @@ type httpEndpointInfo struct {
 	// Proxy is the host and port of the HTTP proxy the requests go
 	// through, set by configuration only.
 	Proxy string `json:"proxy,omitempty"`
+	// Via is the SSH target whose server opens the connections to the
+	// endpoint (behind a bastion), set by configuration only.
+	Via string `json:"via,omitempty"`
 	// ApproveMethods are the methods whose requests a person at the
 	// client is asked about first.
 	ApproveMethods []string `json:"approve_methods,omitempty"`
@@ -154,7 +157,7 @@ func (env *toolEnv) listTargets(_ context.Context, _ *mcp.CallToolRequest, _ lis
 	for _, name := range slices.Sorted(maps.Keys(cfg.HTTP)) {
 		e := cfg.HTTP[name]
 		out.HTTP = append(out.HTTP, httpEndpointInfo{Name: name, Description: e.Description, BaseURL: publicURL(e.BaseURL), Methods: e.Methods,
-			Proxy: e.ProxyAddr(), ApproveMethods: e.ApproveMethods})
+			Proxy: e.ProxyAddr(), Via: e.Via, ApproveMethods: e.ApproveMethods})
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Group)) {
 		targets, _ := cfg.Targets(cfg.Group[name].Targets) // checked when the config loaded

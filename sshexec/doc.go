@@ -15,6 +15,10 @@
 // given environment variables, and as root under sudo with the password
 // sent on stdin (see Request).
 //
+// DialTCP opens a TCP connection from a target's server, as ssh -L does
+// (a direct-tcpip channel of the pooled connection): what an HTTP endpoint
+// behind a bastion goes through.
+//
 // Files move over SFTP on a session of the same pooled connection
 // (Lease.Download, Lease.Upload): paths are resolved on the server and
 // checked by the caller before anything is read or written, and an upload

@@ -291,6 +291,7 @@ type conn struct {
 	mu       sync.Mutex
 	limit    int // sessions the server allows, learned downwards
 	active   int // sessions of Run calls
+	tunnels  int // TCP connections open through it (DialTCP)
 	lastUsed time.Time
 }
 
@@ -404,7 +405,7 @@ func (c *conn) inUse() int {
 func (c *conn) idle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.active == 0 && time.Since(c.lastUsed) > idleTimeout
+	return c.active == 0 && c.tunnels == 0 && time.Since(c.lastUsed) > idleTimeout
 }
 
 // release gives back a session slot and wakes the waiters for one.
@@ -452,6 +453,12 @@ type openResult struct {
 // it opens after all. A server that does not answer within the keepalive
 // interval has its connection closed.
 func (c *conn) open(ctx context.Context) (ssh.Channel, <-chan *ssh.Request, error) {
+	return c.openChannel(ctx, "session", nil)
+}
+
+// openChannel is open for a channel of any type, with its type-specific
+// data.
+func (c *conn) openChannel(ctx context.Context, kind string, data []byte) (ssh.Channel, <-chan *ssh.Request, error) {
 	res := make(chan openResult)
 	abandon := make(chan struct{})
 	// Added under the lock, so that Close never waits while one is added.
@@ -464,7 +471,7 @@ func (c *conn) open(ctx context.Context) (ssh.Channel, <-chan *ssh.Request, erro
 	c.pool.mu.Unlock()
 	go func() {
 		defer c.pool.wg.Done()
-		ch, reqs, err := c.client.OpenChannel("session", nil)
+		ch, reqs, err := c.client.OpenChannel(kind, data)
 		select {
 		case res <- openResult{ch, reqs, err}:
 		case <-abandon:
@@ -484,7 +491,7 @@ func (c *conn) open(ctx context.Context) (ssh.Channel, <-chan *ssh.Request, erro
 		return nil, nil, context.Cause(ctx)
 	case <-wedged.C:
 		close(abandon)
-		err := fmt.Errorf("no reply to a session request within %v", c.target.keepalive())
+		err := fmt.Errorf("no reply to a %s channel request within %v", kind, c.target.keepalive())
 		c.close(err)
 		return nil, nil, err
 	}

@@ -35,6 +35,9 @@ type Record struct {
 	// Parent is the handle of the fan-out (ssh_exec_many) an action is one
 	// target of; "" for an action of its own.
 	Parent string `json:"parent,omitempty"`
+	// Via is the SSH target whose server opened an HTTP request's
+	// connection (an endpoint behind a bastion); "" for none.
+	Via string `json:"via,omitempty"`
 
 	// Intent.
 	Command string `json:"command,omitempty"`

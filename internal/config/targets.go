@@ -283,6 +283,16 @@ type HTTPEndpoint struct {
 	// for https, HTTP_PROXY for http, except the hosts NO_PROXY lists and
 	// loopback. Not with Proxy.
 	UseEnvProxy bool `toml:"use_env_proxy"`
+	// Via names an [ssh.*] target (jump_only or not) whose server opens
+	// the endpoint's connections, as ssh -L does, over its pooled
+	// connection: the base URL's host is resolved by that server and may
+	// be a loopback or private address there without allow_private (not
+	// link-local or metadata). TokenVia is the same for the OAuth2 token
+	// URL: the same target, another, or empty to fetch tokens from this
+	// host. Neither with proxy or use_env_proxy. Empty connects from this
+	// host.
+	Via      string `toml:"via"`
+	TokenVia string `toml:"token_via"`
 	// FollowRedirects is "none" or "same-origin".
 	FollowRedirects string `toml:"follow_redirects" default:"none"`
 

@@ -49,10 +49,11 @@ func (c *Config) validateHTTP(p *problems, name string) {
 	}
 	validateHTTPAuth(p, f, e)
 	if e.TokenURL != "" {
-		if err := httpact.CheckTokenURL(e.TokenURL, e.AllowPrivate); err != nil {
+		if err := httpact.CheckTokenURL(e.TokenURL, e.AllowPrivate || e.TokenVia != ""); err != nil {
 			p.bad(f+".token_url", "%v", err)
 		}
 	}
+	c.validateVia(p, f, e)
 	var pe *httpact.EndpointError
 	if errors.As(httpact.CheckProxy(e.Proxy, e.UseEnvProxy, e.BaseURL, e.TokenURL, e.Auth), &pe) {
 		p.bad(f+"."+pe.Field, "%s", pe.Reason)
@@ -80,6 +81,34 @@ func (c *Config) validateHTTP(p *problems, name string) {
 		"client_secret_secret": e.ClientSecretSecret, "refresh_token_secret": e.RefreshTokenSecret,
 	})...)
 	p.add(checkNoInline(f, e.Description, e.BaseURL, e.User, e.Header, e.Param)...)
+}
+
+// validateVia checks via and token_via: each names an [ssh.*] target,
+// token_via only for a token URL, neither with a proxy, and the URL each
+// carries names a host the target may be asked for (httpact.CheckViaURL).
+func (c *Config) validateVia(p *problems, f string, e *HTTPEndpoint) {
+	for _, v := range []struct{ key, target, url, urlKey string }{
+		{"via", e.Via, e.BaseURL, "base_url"}, {"token_via", e.TokenVia, e.TokenURL, "token_url"}} {
+		if v.target == "" {
+			continue
+		}
+		if _, ok := c.SSH[v.target]; !ok {
+			p.bad(f+"."+v.key, "names no [ssh.%s] target", v.target)
+		}
+		switch {
+		case v.url == "" && v.key == "token_via":
+			p.bad(f+".token_via", "is only for an OAuth2 token_url")
+		case e.Proxy != "" || e.UseEnvProxy:
+			p.bad(f+"."+v.key, "goes through an SSH target: not together with proxy or use_env_proxy")
+		default:
+			if err := httpact.CheckViaURL(v.url); err != nil {
+				p.bad(f+"."+v.urlKey, "%v (with %s = %q)", err, v.key, v.target)
+			}
+		}
+	}
+	if e.Via != e.TokenVia && e.TokenURL != "" && httpact.SameHostPort(e.BaseURL, e.TokenURL) {
+		p.bad(f+".token_via", "the token_url has the base_url's host and port, so it must go the same way: set token_via = %q", e.Via)
+	}
 }
 
 // validateBaseURL checks base_url and returns it parsed, nil if it does

@@ -96,3 +96,35 @@ func wantField(t *testing.T, err error, field, reason string) {
 	}
 	t.Errorf("error %v; want %s: %s", err, field, reason)
 }
+
+// TestVia: via and token_via name an [ssh.*] target, not with a proxy,
+// token_via only with a token URL, and the URLs they carry name a host
+// the target may be asked for.
+func TestVia(t *testing.T) {
+	const ssh = "[ssh.bastion]\nhost = \"bastion.example\"\nuser = \"u\"\nagent = true\njump_only = true\n"
+	oauth := "auth = \"oauth2_client_credentials\"\nclient_id = \"id\"\nclient_secret_secret = \"cs\"\n"
+	for _, tc := range []struct {
+		name, endpoint, problem string // "" for none
+	}{
+		{"private, no allow_private", "base_url = \"http://10.0.0.5:9090\"\nvia = \"bastion\"", ""},
+		{"a name", "base_url = \"https://prometheus.internal\"\nvia = \"bastion\"", ""},
+		{"token through it", "base_url = \"https://es.internal\"\nvia = \"bastion\"\n" + oauth + "token_url = \"http://127.0.0.1:8080/token\"\ntoken_via = \"bastion\"", ""},
+		{"token direct", "base_url = \"https://es.internal\"\nvia = \"bastion\"\n" + oauth + "token_url = \"https://idp.example/token\"", ""},
+		{"no such target", "base_url = \"https://es.internal\"\nvia = \"nosuch\"", "http.api.via: names no [ssh.nosuch] target"},
+		{"with a proxy", "base_url = \"https://es.internal\"\nvia = \"bastion\"\nproxy = \"http://127.0.0.1:3128\"", "http.api.via: goes through an SSH target: not together with proxy"},
+		{"link-local", "base_url = \"http://169.254.169.254\"\nvia = \"bastion\"", "http.api.base_url: 169.254.169.254 resolves to 169.254.169.254, which is in a denied range (link-local)"},
+		{"token_via without a token URL", "base_url = \"https://es.internal\"\ntoken_via = \"bastion\"", "http.api.token_via: is only for an OAuth2 token_url"},
+		{"plain token far away", "base_url = \"https://es.internal\"\nvia = \"bastion\"\n" + oauth + "token_url = \"http://10.0.0.5/token\"\ntoken_via = \"bastion\"", "http.api.token_url: must start with https://"},
+		{"token on the base's host, another way", "base_url = \"https://es.internal\"\nvia = \"bastion\"\n" + oauth + "token_url = \"https://es.internal/token\"", "http.api.token_via: the token_url has the base_url's host and port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(ssh + "[http.api]\n" + tc.endpoint + "\n"))
+			switch {
+			case tc.problem == "" && err != nil:
+				t.Fatalf("Parse: %v", err)
+			case tc.problem != "" && (err == nil || !strings.Contains(err.Error(), tc.problem)):
+				t.Fatalf("Parse: %v; want %q", err, tc.problem)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package sshtest
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -45,6 +46,10 @@ const PasswordUser = "actiongw-pw"
 type Options struct {
 	// MaxSessions is sshd's MaxSessions; zero keeps OpenSSH's default (10).
 	MaxSessions int
+	// LogLevel is sshd's LogLevel (DEBUG1 logs each direct-tcpip channel
+	// it opens); empty is VERBOSE. Config cannot change it: sshd keeps
+	// the first value of a keyword.
+	LogLevel string
 	// Config holds extra sshd_config lines, appended after the generated ones.
 	Config []string
 	// TrustedUserCAKeys is a CA public key (authorized_keys form, as in
@@ -234,7 +239,7 @@ func (s *Server) writeConfig(opts Options, hostKeys []string) {
 		"PrintMotd no",
 		"PrintLastLog no",
 		"MaxStartups 100",
-		"LogLevel VERBOSE",
+		"LogLevel " + cmp.Or(opts.LogLevel, "VERBOSE"),
 		// In-process, so no sftp-server path to find.
 		"Subsystem sftp internal-sftp",
 	}
