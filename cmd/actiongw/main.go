@@ -17,10 +17,16 @@ import (
 	"github.com/actiongw/actiongw/internal/config"
 )
 
-// version is what serve reports and `actiongw version` prints: set at
-// build time with -ldflags "-X main.version=…", else init takes the module
-// version the go command recorded. It is never empty.
+// version is what serve reports as its serverInfo.version and `actiongw
+// version` prints first: set at build time with -ldflags "-X
+// main.version=…" (a release build, .goreleaser.yaml), else init takes the
+// module version the go command recorded. It is never empty.
 var version string
+
+// commit and date are the release build's revision and build time, set with
+// -ldflags "-X main.commit=… -X main.date=…" beside version. Empty in other
+// builds, where `actiongw version` shows what the go command stamped.
+var commit, date string
 
 func init() {
 	info, _ := debug.ReadBuildInfo()
@@ -116,7 +122,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.importCmd(ctx, rest)
 	case "version":
 		info, _ := debug.ReadBuildInfo()
-		fmt.Fprintf(c.stdout, "actiongw %s\n", versionString(version, info))
+		fmt.Fprintf(c.stdout, "actiongw %s\n", versionString(version, commit, date, info))
 		return nil
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, usage)
@@ -210,28 +216,39 @@ func moduleVersion(override string, info *debug.BuildInfo) string {
 	return "(unknown)"
 }
 
-// versionString describes the build: version v, then the VCS revision,
-// whether the tree had changes and the commit time, when recorded.
-func versionString(v string, info *debug.BuildInfo) string {
-	if info == nil {
-		return v + " (no build information)"
-	}
+// versionString describes the build: version v, then the revision (the
+// release build's commit, else the go command's VCS stamp), whether the tree
+// had changes, the commit time and the build date, when known.
+func versionString(v, commit, date string, info *debug.BuildInfo) string {
 	settings := map[string]string{}
-	for _, s := range info.Settings {
-		settings[s.Key] = s.Value
+	if info != nil {
+		for _, s := range info.Settings {
+			settings[s.Key] = s.Value
+		}
 	}
-	var vcs []string
-	if rev := settings["vcs.revision"]; rev != "" {
-		vcs = append(vcs, "revision "+rev)
+	if commit == "" {
+		commit = settings["vcs.revision"]
+	}
+	var parts []string
+	if commit != "" {
+		parts = append(parts, "revision "+commit)
 	}
 	if settings["vcs.modified"] == "true" {
-		vcs = append(vcs, "with uncommitted changes")
+		parts = append(parts, "with uncommitted changes")
 	}
 	if t := settings["vcs.time"]; t != "" {
-		vcs = append(vcs, "committed "+t)
+		parts = append(parts, "committed "+t)
 	}
-	if len(vcs) == 0 {
-		vcs = append(vcs, "no VCS information")
+	if date != "" {
+		parts = append(parts, "built "+date)
 	}
-	return fmt.Sprintf("%s (%s; %s)", v, strings.Join(vcs, ", "), info.GoVersion)
+	switch {
+	case info == nil && len(parts) == 0:
+		return v + " (no build information)"
+	case info == nil:
+		return fmt.Sprintf("%s (%s)", v, strings.Join(parts, ", "))
+	case len(parts) == 0:
+		parts = append(parts, "no VCS information")
+	}
+	return fmt.Sprintf("%s (%s; %s)", v, strings.Join(parts, ", "), info.GoVersion)
 }
