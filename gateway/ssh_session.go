@@ -187,8 +187,8 @@ type sshSession struct {
 	term    *sshexec.Terminal
 	scr     *screen.Screen
 	rec     *recorder
-	shown   *settling // what the screen and the sends' output are fed
-	touch   func()    // restarts the idle timer
+	shown   *shownStream // what the screen and the sends' output are fed
+	touch   func()       // restarts the idle timer
 
 	sendMu sync.Mutex // one send at a time
 
@@ -281,11 +281,12 @@ func (k *sshSession) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64
 	k.rec = newRecorder(w[1], k.cols, k.rows)
 	red := k.g.red.Load()
 	recorded := red.NewStream(k.rec.output)
-	k.shown = &settling{red: red, emit: func(b []byte) {
+	k.shown = &shownStream{}
+	k.shown.stream = red.NewStream(func(b []byte) {
+		k.shown.emitted++ // under k.shown.mu: the stream emits inside Write
 		k.scr.Write(b)
 		k.keepRecent(b)
-	}}
-	k.shown.stream = red.NewStream(k.shown.emit)
+	})
 	// The screen first: a waiter woken by the transcript's bytes finds
 	// them on the screen.
 	tee := writerFunc(func(p []byte) (int, error) {
@@ -330,43 +331,54 @@ func (k *sshSession) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64
 	return e
 }
 
-// settling is the redacted stream the screen and the sends' output
-// are fed: it holds back what could begin a secret as every stream does,
-// but releases it once the output paused for quiet (settle), so that a
-// prompt shows whatever bytes it ends with. The transcript and the
-// recording release nothing early. (A secret the target knows and prints
-// in two parts with a pause between would show on the screen in two
-// parts, and never whole: that is a target beyond what is defended.)
-type settling struct {
-	red  *redact.Redactor
-	emit func([]byte)
-
-	mu     sync.Mutex
-	stream *redact.Stream
-	last   time.Time // the last write
-	ended  bool
+// shownStream is the redacted stream the screen and the sends' output
+// are fed. It holds back what could begin a secret for as long as every
+// stream does, however long the output pauses: a secret printed in two
+// parts with a pause between is whole when it is decided, and neither
+// part is ever shown. What it holds is shown at a look as heldMarker
+// (after the line breaks it holds, see redact.Stream.Pending), so that a
+// prompt whose last bytes happen to begin a form of a secret shows that
+// something is held there rather than nothing; more output decides it.
+type shownStream struct {
+	mu      sync.Mutex
+	stream  *redact.Stream
+	emitted int64 // the writes the stream emitted
+	ended   bool
 }
 
-func (s *settling) Write(p []byte) (int, error) {
+func (s *shownStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = time.Now()
 	return s.stream.Write(p)
 }
 
-// settle releases what the stream holds when the output paused.
-func (s *settling) settle() {
+// heldMarker stands for the bytes a session's screen and output hold
+// back because they may begin a secret.
+const heldMarker = "[HELD]"
+
+// pending returns what the stream holds back, as it may be shown, and
+// how many writes it emitted before: a look at the screen draws it only
+// if none came after.
+func (s *shownStream) pending() ([]byte, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended || time.Since(s.last) < quiet {
-		return
+	return s.held(), s.emitted
+}
+
+// held is what the stream holds back, as it may be shown; s.mu is held.
+func (s *shownStream) held() []byte {
+	if s.ended {
+		return nil
 	}
-	s.stream.Close()
-	s.stream = s.red.NewStream(s.emit)
+	b, held := s.stream.Pending()
+	if held {
+		b = append(b, heldMarker...)
+	}
+	return b
 }
 
 // end ends the stream (see redact.Stream's Cut and Close).
-func (s *settling) end(cut bool) {
+func (s *shownStream) end(cut bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ended = true
@@ -393,16 +405,19 @@ func (k *sshSession) keepRecent(b []byte) {
 }
 
 // takeRecent returns the output since the last call, as plain text
-// (its end, when it is long), and how many bytes it was.
+// (its end, when it is long), with what the stream holds back after it
+// (see shownStream), and how many bytes arrived.
 func (k *sshSession) takeRecent() (string, int64) {
-	if k.shown != nil {
-		k.shown.settle()
-	}
+	// The stream's lock first, as its writes take it: nothing it decides
+	// can come between the output and what it holds.
+	k.shown.mu.Lock()
+	defer k.shown.mu.Unlock()
+	held := k.shown.held()
 	k.mu.Lock()
 	b, n := k.recent, k.recentBytes
 	k.recent, k.recentBytes = nil, 0
 	k.mu.Unlock()
-	return plainText(b), n
+	return plainText(append(b, held...)), n
 }
 
 // screenText is the screen now (or as it ended), redacted whole: a
@@ -421,7 +436,7 @@ func (k *sshSession) screenText() screen.Text {
 	default:
 		return screen.Text{Rows: []string{}}
 	}
-	k.shown.settle()
+	held, emitted := k.shown.pending()
 	t := k.scr.Snapshot()
 	red := k.g.red.Load()
 	rows := slices.Clone(t.Rows)
@@ -440,6 +455,12 @@ func (k *sshSession) screenText() screen.Text {
 		}
 	}
 	t.Rows = rows
+	if _, now := k.shown.pending(); now == emitted {
+		// What the stream held is still held: drawn where it goes. (Had
+		// it gone on to the screen since, it would be drawn twice; it is
+		// left out, and the next look shows it.)
+		t.Overlay(held)
+	}
 	return t
 }
 
@@ -523,7 +544,8 @@ func (k *sshSession) wait(ctx context.Context, act *liveAction, deadline time.Ti
 			if match == nil {
 				return false
 			}
-			// Paused: what the screen's stream held back shows now.
+			// Paused: one more look, in case the last one came before
+			// the last bytes.
 			if look() {
 				return true
 			}

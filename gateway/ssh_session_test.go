@@ -3,10 +3,14 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,6 +261,80 @@ func TestSessionHostile(t *testing.T) {
 			t.Error("another server typed into the session")
 		}
 	})
+}
+
+// A secret printed in two parts with a pause between, a pause that
+// lasts until the test has looked (the remote program waits for a file):
+// the typed value (which the guard holds, unseen), its base64 (which
+// only the redactor knows) and the target's own key (a secret the target
+// knows, never typed). No look during the pause and none after shows
+// either part: the screen and the output show [HELD] where the redactor
+// holds the part, and then the whole replaced. (The screen's stream once
+// let what it held go after 300 ms of quiet, which showed the first
+// part, and the second after it.)
+func TestSessionSecretSplitByPause(t *testing.T) {
+	f := newSessionFixture(t, sshtest.Options{}, "")
+	dir := f.s.UserDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "key"), f.s.ClientKey, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var body strings.Builder
+	for _, line := range strings.Split(string(f.s.ClientKey), "\n") {
+		if !strings.HasPrefix(line, "-----") {
+			body.WriteString(line)
+		}
+	}
+	// The session runs in dir, so that its random name (digits that may
+	// begin a form of a secret, held) is not on the screen.
+	wait := "until [ -e go-$n ]; do sleep 0.1; done"
+	for n, tc := range []struct {
+		name, program, form, atPause string
+	}{
+		{"typed", `printf '\nA:%s' "${x:0:9}"; ` + wait + `; printf '%s\n:Z\n' "${x:9}"`, typedSecret, "A:"},
+		{"typed, as base64", `b=$(printf %s "$x" | base64 -w0); printf '\nA:%s' "${b:0:12}"; ` + wait + `; printf '%s\n:Z\n' "${b:12}"`,
+			strings.TrimRight(base64.StdEncoding.EncodeToString([]byte(typedSecret)), "="), "A:[HELD]"},
+		// A whole key is held until six times its length followed it
+		// (whether a longer form goes on): the filler decides it.
+		{"the target's key", `printf '\nA:'; head -c 200 key; ` + wait + `; tail -c +201 key; printf '%4000s' | tr ' ' =; printf '\n:Z\n'`,
+			body.String(), "A:[HELD]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := f.start(t, SSHSessionStartInput{Command: "bash --norc --noprofile", Cwd: dir})
+			f.send(t, SSHSessionSendInput{Handle: out.Handle, Text: "read -rs x", Keys: []string{"Enter"}})
+			f.send(t, SSHSessionSendInput{Handle: out.Handle, Secret: "enable", Keys: []string{"Enter"}})
+			var looks []*SSHSessionOutput
+			looks = append(looks, f.send(t, SSHSessionSendInput{Handle: out.Handle, Text: fmt.Sprintf("n=%d; %s", n, tc.program), Keys: []string{"Enter"}, WaitFor: `(?m)^A:`}))
+			// The output pauses now: a look after it paused for longer than
+			// a send waits for quiet.
+			looks = append(looks, f.send(t, SSHSessionSendInput{Handle: out.Handle, WaitS: ptr(1.0)}))
+			if !slices.Contains(looks[1].Screen.Rows, tc.atPause) {
+				t.Errorf("the screen at the pause:\n%s\nwant the row %q", looks[1].Screen, tc.atPause)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("go-%d", n)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			looks = append(looks, f.send(t, SSHSessionSendInput{Handle: out.Handle, WaitFor: `(?m)^:Z$`}))
+			end := f.gw.CancelAction(context.Background(), CancelActionInput{Handle: out.Handle})
+			read := f.gw.ReadOutput(context.Background(), ReadOutputInput{Handle: out.Handle, Stream: "terminal"})
+			texts := map[string]string{"transcript": structured(t, read), "end": end.Text}
+			for i, l := range looks {
+				texts[fmt.Sprintf("look %d's screen", i+1)] = strings.Join(l.Screen.Rows, "")
+				texts[fmt.Sprintf("look %d's output", i+1)] = l.Output
+			}
+			for what, text := range texts {
+				flat := strings.NewReplacer("\r", "", "\n", "", `\r`, "", `\n`, "").Replace(text)
+				for i := 0; i+8 <= len(tc.form); i++ {
+					if strings.Contains(flat, tc.form[i:i+8]) {
+						t.Errorf("the %s shows %q of the secret: %s", what, tc.form[i:i+8], text)
+						break
+					}
+				}
+			}
+			if last := looks[2]; !strings.Contains(last.Output, "[REDACTED:") {
+				t.Errorf("the output after the pause: %s; want the secret replaced", last.Output)
+			}
+		})
+	}
 }
 
 // Sessions are bounded per target and in all; one nobody types into

@@ -142,22 +142,48 @@ func (w *Stream) release() {
 // them, and a pending one that begins no pattern, are emitted.
 func (w *Stream) Cut() {
 	defer w.release()
-	if len(w.carry) == 0 {
-		return
+	breaks, h := w.pending()
+	if h != nil {
+		breaks = append(breaks, h.shortest.replacement...)
 	}
-	v := &w.v
+	if len(breaks) > 0 {
+		w.emit(breaks)
+	}
+}
+
+// Pending is what the stream holds back, as far as it may be shown
+// before it is decided: the line breaks it holds (those before held
+// bytes, or a pending one that begins no pattern), and whether bytes
+// that may begin a pattern follow them. Those are held, all of them,
+// by their first 3 bytes, as a Cut would replace them, so that whether
+// they are held tells nothing of a secret past its first 3 bytes. A
+// reader that must show something of what the stream holds while it
+// waits (a terminal's screen at a pause) shows the breaks and a marker;
+// the stream goes on to decide the bytes as if it had not been asked.
+// The result is the caller's.
+func (w *Stream) Pending() (breaks []byte, held bool) {
+	breaks, h := w.pending()
+	return breaks, h != nil
+}
+
+// pending is Pending, with the head that holds the bytes.
+func (w *Stream) pending() ([]byte, *head) {
+	if len(w.carry) == 0 {
+		return nil, nil
+	}
+	v := &w.v // rebuilt by the next decide
 	v.build(w.prev, w.pure, w.carry, true)
 	c := cursor{v: v}
 	held := w.carry
+	var breaks []byte
 	if x := c.x(0); len(v.y) > 0 && x > 0 {
-		w.emit(held[:x])
+		breaks = append(breaks, held[:x]...)
 		held = held[x:]
 	}
 	if h := w.r.heldBy(v.y); len(v.y) > 0 && h != nil {
-		w.emit(h.shortest.replacement)
-	} else {
-		w.emit(held)
+		return breaks, h
 	}
+	return append(breaks, held...), nil
 }
 
 // Matched returns the names of the secrets a whole form of which the

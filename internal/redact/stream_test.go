@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,6 +50,45 @@ func TestStreamCut(t *testing.T) {
 					t.Fatalf("%s cut at %d: got %q; want %q, or a prefix of it and a marker", tt.name, cut, out, want)
 				}
 			}
+		}
+	}
+}
+
+// TestStreamPending asks a stream what it holds after every byte of a
+// secret in some of its forms: its breaks, and a marker if it holds
+// bytes, are what a Cut there would emit; the stream, asked, goes on as
+// if it had not been: closed, it emits what Redact gives for the whole.
+func TestStreamPending(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	key := pemKey(rng, "OPENSSH PRIVATE KEY", 399, 70)
+	secrets := map[string][]byte{"gh": []byte(token), "key": key}
+	r, err := newRedactor(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, in string }{
+		{"raw", "token: " + token + "\n$ "},
+		{"raw in two parts", "A:" + token[:9] + "\x1b[0m" + token[9:] + ":Z\r\n"},
+		{"base64", "b=" + base64.StdEncoding.EncodeToString([]byte(token)) + "\n"},
+		{"key", "$ cat id\n" + string(key)},
+	} {
+		var out []byte
+		w := r.NewStream(func(p []byte) { out = append(out, p...) })
+		for i, c := range []byte(tt.in) {
+			w.Write([]byte{c})
+			breaks, held := w.Pending()
+			got := append(slices.Clip(out), breaks...)
+			var cut []byte
+			ref := r.NewStream(func(p []byte) { cut = append(cut, p...) })
+			ref.Write([]byte(tt.in[:i+1]))
+			ref.Cut()
+			if marker := cut[len(got):]; !bytes.HasPrefix(cut, got) || held != (len(marker) > 0) || held && !bytes.HasPrefix(marker, []byte("[REDACTED:")) {
+				t.Fatalf("%s after %d bytes: emitted and pending %q, held %v; want what a cut emits, %q", tt.name, i+1, got, held, cut)
+			}
+		}
+		w.Close()
+		if want := r.Redact([]byte(tt.in)); !bytes.Equal(out, want) {
+			t.Errorf("%s: closed after every Pending: %q; want %q", tt.name, out, want)
 		}
 	}
 }
@@ -250,7 +290,12 @@ func FuzzRedactCut(f *testing.F) {
 			w.Write(rest[:n])
 			rest = rest[n:]
 		}
+		breaks, held := w.Pending()
+		emitted := len(out)
 		w.Cut()
+		if cut := out[emitted:]; !bytes.HasPrefix(cut, breaks) || held != (len(cut) > len(breaks)) {
+			t.Fatalf("cut after %q emitted %q; Pending said %q, held %v", in, cut, breaks, held)
+		}
 		checkNoForm(t, out, forms)
 		if want := referenceCut(in, forms); !bytes.Equal(out, want) {
 			t.Fatalf("cut after %q: got %q; want %q", in, out, want)

@@ -107,6 +107,36 @@ type Text struct {
 // String is the rows, one a line.
 func (t Text) String() string { return strings.Join(t.Rows, "\n") }
 
+// Overlay draws held over the rows from the cursor on: bytes the screen
+// was not fed yet (what a redacting stream in front of it holds back, a
+// marker in place of a possible secret), as plain text, "\r" and "\n"
+// moving to the row's start and to the next row, other control bytes
+// dropped. The cursor stays where it is: the program's own screen has
+// not drawn them.
+func (t *Text) Overlay(held []byte) {
+	row, col := t.CursorRow, t.CursorCol
+	for _, r := range string(held) {
+		switch {
+		case r == '\r':
+			col = 0
+		case r == '\n':
+			row++
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+		default:
+			for len(t.Rows) <= row {
+				t.Rows = append(t.Rows, "")
+			}
+			cells := []rune(t.Rows[row])
+			for len(cells) <= col {
+				cells = append(cells, ' ')
+			}
+			cells[col] = r
+			t.Rows[row] = string(cells)
+			col++
+		}
+	}
+}
+
 // Snapshot renders the screen once everything written so far is
 // rendered. Trailing blank rows are left out.
 func (s *Screen) Snapshot() Text {

@@ -85,3 +85,27 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+func TestOverlay(t *testing.T) {
+	for _, tc := range []struct {
+		name, input, held string
+		rows              []string
+	}{
+		{"at a prompt", "$ ", "[REDACTED:a]", []string{"$ [REDACTED:a]"}},
+		{"over what is there", "abcdef\x1b[4D", "XY", []string{"abXYef"}},
+		{"a line break first", "done", "\r\n[REDACTED:a]", []string{"done", "[REDACTED:a]"}},
+		{"controls dropped", "x", "\x1b\x07é", []string{"xé"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(20, 4)
+			defer s.Close()
+			s.Write([]byte(tc.input))
+			got := s.Snapshot()
+			col, row := got.CursorCol, got.CursorRow
+			got.Overlay([]byte(tc.held))
+			if strings.Join(got.Rows, "|") != strings.Join(tc.rows, "|") || got.CursorCol != col || got.CursorRow != row {
+				t.Errorf("got %q cursor %d,%d; want %q, the cursor still at %d,%d", got.Rows, got.CursorCol, got.CursorRow, tc.rows, col, row)
+			}
+		})
+	}
+}
