@@ -92,8 +92,10 @@ func (c *Config) validateVia(p *problems, f string, e *HTTPEndpoint) {
 		if v.target == "" {
 			continue
 		}
-		if _, ok := c.SSH[v.target]; !ok {
+		if t, ok := c.SSH[v.target]; !ok {
 			p.bad(f+"."+v.key, "names no [ssh.%s] target", v.target)
+		} else if t.CASecret != "" {
+			p.bad(f+"."+v.key, "names [ssh.%s], a ca_secret target: its certificates force one command and permit no forwarding; go through a key_secret target", v.target)
 		}
 		switch {
 		case v.url == "" && v.key == "token_via":

@@ -101,7 +101,8 @@ func wantField(t *testing.T, err error, field, reason string) {
 // token_via only with a token URL, and the URLs they carry name a host
 // the target may be asked for.
 func TestVia(t *testing.T) {
-	const ssh = "[ssh.bastion]\nhost = \"bastion.example\"\nuser = \"u\"\nagent = true\njump_only = true\n"
+	const ssh = "[ssh.bastion]\nhost = \"bastion.example\"\nuser = \"u\"\nagent = true\njump_only = true\n" +
+		"[ssh.certified]\nhost = \"c.example\"\nuser = \"u\"\nca_secret = \"ca\"\n"
 	oauth := "auth = \"oauth2_client_credentials\"\nclient_id = \"id\"\nclient_secret_secret = \"cs\"\n"
 	for _, tc := range []struct {
 		name, endpoint, problem string // "" for none
@@ -110,6 +111,7 @@ func TestVia(t *testing.T) {
 		{"a name", "base_url = \"https://prometheus.internal\"\nvia = \"bastion\"", ""},
 		{"token through it", "base_url = \"https://es.internal\"\nvia = \"bastion\"\n" + oauth + "token_url = \"http://127.0.0.1:8080/token\"\ntoken_via = \"bastion\"", ""},
 		{"token direct", "base_url = \"https://es.internal\"\nvia = \"bastion\"\n" + oauth + "token_url = \"https://idp.example/token\"", ""},
+		{"a CA target", "base_url = \"https://es.internal\"\nvia = \"certified\"", "http.api.via: names [ssh.certified], a ca_secret target"},
 		{"no such target", "base_url = \"https://es.internal\"\nvia = \"nosuch\"", "http.api.via: names no [ssh.nosuch] target"},
 		{"with a proxy", "base_url = \"https://es.internal\"\nvia = \"bastion\"\nproxy = \"http://127.0.0.1:3128\"", "http.api.via: goes through an SSH target: not together with proxy"},
 		{"link-local", "base_url = \"http://169.254.169.254\"\nvia = \"bastion\"", "http.api.base_url: 169.254.169.254 resolves to 169.254.169.254, which is in a denied range (link-local)"},
