@@ -68,6 +68,10 @@ type cpuProfileIn struct {
 	Path string `json:"path,omitempty" jsonschema:"start a CPU profile (pprof) into this file; empty stops the one running"`
 }
 
+type cpuProfileOut struct {
+	Running bool `json:"running"` // a profile is being written
+}
+
 func addCPUProfileTool(s *mcp.Server, _ *toolEnv) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "cpu_profile",
@@ -81,7 +85,7 @@ var cpuProfileFile struct {
 	f *os.File
 }
 
-func cpuProfile(_ context.Context, _ *mcp.CallToolRequest, in cpuProfileIn) (*mcp.CallToolResult, any, error) {
+func cpuProfile(_ context.Context, _ *mcp.CallToolRequest, in cpuProfileIn) (*mcp.CallToolResult, cpuProfileOut, error) {
 	p := &cpuProfileFile
 	p.Lock()
 	defer p.Unlock()
@@ -90,20 +94,20 @@ func cpuProfile(_ context.Context, _ *mcp.CallToolRequest, in cpuProfileIn) (*mc
 		err := p.f.Close()
 		p.f = nil
 		if err != nil {
-			return nil, nil, err
+			return nil, cpuProfileOut{}, err
 		}
 	}
 	if in.Path == "" {
-		return textResult("stopped"), nil, nil
+		return textResult("stopped"), cpuProfileOut{}, nil
 	}
 	f, err := os.Create(in.Path)
 	if err != nil {
-		return nil, nil, err
+		return nil, cpuProfileOut{}, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, cpuProfileOut{}, err
 	}
 	p.f = f
-	return textResult("started"), nil, nil
+	return textResult("started"), cpuProfileOut{Running: true}, nil
 }

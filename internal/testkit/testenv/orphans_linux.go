@@ -31,31 +31,35 @@ const reapEvery = time.Second
 // fill the process table in a long run (a soak of thousands of actions
 // took every pid). This process's own children, which os/exec waits for,
 // run as its user and are left alone; so are orphans of its own user,
-// which stay zombies until the run ends. stop waits for the goroutine.
+// which stay zombies until the run ends. It runs on a timer, not on a
+// goroutine of its own, which tests that check for leaked goroutines
+// would see; stop waits for a round under way.
 func reapOrphans() (stop func()) {
 	self, uid := os.Getpid(), os.Getuid()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(reapEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			for _, pid := range proc.Children(self) {
-				if u, err := proc.UID(pid); err == nil && u != uid && proc.Zombie(pid) {
-					var ws syscall.WaitStatus
-					syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-				}
+	var mu sync.Mutex // held by a round, and by stop
+	stopped := false
+	var t *time.Timer
+	mu.Lock() // t is set before the first round reads it
+	defer mu.Unlock()
+	t = time.AfterFunc(reapEvery, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		for _, pid := range proc.Children(self) {
+			if u, err := proc.UID(pid); err == nil && u != uid && proc.Zombie(pid) {
+				var ws syscall.WaitStatus
+				syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 			}
 		}
+		t.Reset(reapEvery)
 	})
 	return func() {
-		close(done)
-		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
 }
 
