@@ -96,12 +96,21 @@ func port(srv *httptest.Server) string {
 // proves it.
 func TestHTTPVia(t *testing.T) {
 	var inFlight, most atomic.Int32
+	// Once the concurrent requests begin, each waits until three are in
+	// flight at once (the cap), so that the cap is reached, not hoped for.
+	var gate atomic.Pointer[chan struct{}]
+	var full sync.Once
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
-		time.Sleep(20 * time.Millisecond) // let requests overlap
+		if g := gate.Load(); g != nil {
+			if n >= 3 {
+				full.Do(func() { close(*g) })
+			}
+			<-*g
+		}
 		fmt.Fprintf(w, "auth=%s\n", r.Header.Get("Authorization"))
 	}))
 	defer api.Close()
@@ -123,6 +132,8 @@ base_url = %q
 		t.Errorf("the same API without via: %s; want it refused by the address guard", r.Text)
 	}
 
+	g := make(chan struct{})
+	gate.Store(&g)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
