@@ -24,6 +24,7 @@ import (
 	"github.com/actiongw/actiongw/internal/testkit/proc"
 	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 	"github.com/actiongw/actiongw/internal/testkit/testenv"
+	"github.com/actiongw/actiongw/sshexec"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/crypto/ssh"
 )
@@ -47,16 +48,29 @@ func (l latencies) at(q float64) float64 {
 }
 
 // BenchmarkMCPSSHExecTrue is `ssh_exec true` through MCP on a warm
-// connection (target p50 <= 20 ms), and the same command in a session of
-// a bare x/crypto/ssh client on its own warm connection to the same sshd,
-// alternating, so that both see the same load: the ratio of their p50s
-// is what MCP, the gateway, its audit and its spool cost (goal <= 1.5).
+// connection (target p50 <= 20 ms), the same command in a session of a
+// bare x/crypto/ssh client on its own warm connection to the same sshd,
+// and through sshexec alone (its wrapper, on a warm connection of a pool
+// of this process), alternating, so that all three see the same load: the
+// ratio of the first two p50s is what MCP, the gateway, its audit, its
+// spool and the remote wrapper cost (goal <= 1.5); sshexec/bare is the
+// wrapper's share (its remote processes), mcp/sshexec serve's.
 func BenchmarkMCPSSHExecTrue(b *testing.B) {
 	s := startServed(b, "signal")
 	s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"}) // warm
 	bare := dialBare(b, s.sshd, net.JoinHostPort("127.0.0.1", strconv.Itoa(s.sshd.Port)), 1)[0]
 	bareTrue(b, bare)
-	var ours, direct latencies
+	pool := sshexec.NewPool(nil)
+	b.Cleanup(func() { pool.Close() })
+	tg := &sshexec.Target{Name: "box", Host: "127.0.0.1", Port: s.sshd.Port, User: s.sshd.User,
+		KnownHostsPath: s.sshd.KnownHosts, Auth: sshexec.Auth{PrivateKey: s.sshd.ClientKey}, MaxSessions: 10, Keepalive: 15 * time.Second}
+	sshexecTrue := func() {
+		if res, err := pool.Run(context.Background(), tg, sshexec.Request{Command: "true"}); err != nil || res.Status != sshexec.StatusExited {
+			b.Fatalf("sshexec: %+v, %v", res, err)
+		}
+	}
+	sshexecTrue() // warm
+	var ours, direct, alone latencies
 	var cpu time.Duration
 	for b.Loop() {
 		start, before := time.Now(), childCPU(b, s.client.Pid())
@@ -66,10 +80,16 @@ func BenchmarkMCPSSHExecTrue(b *testing.B) {
 		start = time.Now()
 		bareTrue(b, bare)
 		direct = append(direct, time.Since(start))
+		start = time.Now()
+		sshexecTrue()
+		alone = append(alone, time.Since(start))
 	}
 	ours.report(b, "")
 	direct.report(b, "bare-")
+	alone.report(b, "sshexec-")
 	b.ReportMetric(ours.at(0.50)/direct.at(0.50), "p50-ratio")
+	b.ReportMetric(alone.at(0.50)/direct.at(0.50), "sshexec/bare")
+	b.ReportMetric(ours.at(0.50)/alone.at(0.50), "mcp/sshexec")
 	// Serve's CPU for each call, which the load of a shared machine
 	// stretches less than the latencies.
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(ours)), "serve-cpu-ms/op")
