@@ -57,9 +57,10 @@ func (e *OversizeError) ID() json.RawMessage {
 }
 
 // A Reader reads newline-delimited frames from a stream. It never holds more
-// than its limit of one frame: a longer line is counted while it is skipped
-// and reported as an *OversizeError, with no more than 1 KiB of each of
-// its ends kept.
+// than its limit of one frame (and, while a line in chunks is copied out
+// whole, its chunks beside the copy): a longer line is counted while it is
+// skipped and reported as an *OversizeError, with no more than 1 KiB of
+// each of its ends kept.
 type Reader struct {
 	r       io.Reader
 	limit   int
