@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -29,6 +31,9 @@ import (
 // liftable names, by tool, the string argument that may be lifted.
 var liftable = map[string]string{"ssh_upload": "content"}
 
+// liftArgs are the arguments liftable names, each once.
+var liftArgs = slices.Compact(slices.Sorted(maps.Values(liftable)))
+
 // liftMin is the smallest frame whose argument is lifted; below it the
 // SDK's decoding costs little.
 const liftMin = 64 << 10
@@ -51,30 +56,24 @@ func lift(frame []byte) (small []byte, value string, ok bool) {
 	if len(frame) < liftMin {
 		return frame, "", false
 	}
-	top, ok := wire.Members(frame, "method", "params")
-	if !ok || !top[1].Found() || string(frame[top[0].Start:top[0].End]) != `"tools/call"` {
+	m, ok := wire.Members(frame, []string{"method", "params"}, []string{"name", "arguments"}, liftArgs)
+	if !ok || !m[0][1].Found() || string(frame[m[0][0].Start:m[0][0].End]) != `"tools/call"` || !m[1][0].Found() || !m[1][1].Found() {
 		return frame, "", false
 	}
-	params := frame[top[1].Start:top[1].End]
-	p, ok := wire.Members(params, "name", "arguments")
-	if !ok || !p[0].Found() || !p[1].Found() {
-		return frame, "", false
-	}
-	name := params[p[0].Start:p[0].End]
+	name := frame[m[1][0].Start:m[1][0].End]
 	arg := liftable[strings.Trim(string(name), `"`)]
 	if arg == "" || len(name) < 2 || bytes.IndexByte(name, '\\') >= 0 {
 		return frame, "", false
 	}
-	args := params[p[1].Start:p[1].End]
-	a, ok := wire.Members(args, arg)
-	if !ok || !a[0].Found() || args[a[0].Start] != '"' {
+	v := m[2][slices.Index(liftArgs, arg)]
+	if !v.Found() || frame[v.Start] != '"' {
 		return frame, "", false
 	}
-	text := args[a[0].Start+1 : a[0].End-1]
+	text := frame[v.Start+1 : v.End-1]
 	if bytes.IndexByte(text, '\\') >= 0 || !utf8.Valid(text) {
 		return frame, "", false
 	}
-	at := top[1].Start + p[1].Start + a[0].Start // the value's opening quote in frame
+	at := v.Start // the value's opening quote
 	small = make([]byte, 0, len(frame)-len(text)+len(placeholder))
 	small = append(small, frame[:at+1]...)
 	small = append(small, placeholder...)

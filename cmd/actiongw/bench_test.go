@@ -47,6 +47,22 @@ func (l latencies) at(q float64) float64 {
 	return float64(l[min(len(l)-1, int(q*float64(len(l))))].Microseconds()) / 1000
 }
 
+// profileEnv names the file a benchmark that calls profileServe writes
+// serve's CPU profile to (pprof), for finding where its time goes; serve
+// then runs with the test tools (cpu_profile).
+const profileEnv = "ACTIONGW_BENCH_CPUPROFILE"
+
+// profileServe starts serve's CPU profile when profileEnv is set, and
+// returns what stops it.
+func profileServe(b *testing.B, s *served) (stop func()) {
+	path := os.Getenv(profileEnv)
+	if path == "" {
+		return func() {}
+	}
+	s.call(b, "cpu_profile", map[string]any{"path": path})
+	return func() { s.call(b, "cpu_profile", map[string]any{}) }
+}
+
 // BenchmarkMCPSSHExecTrue is `ssh_exec true` through MCP on a warm
 // connection (target p50 <= 20 ms), the same command in a session of a
 // bare x/crypto/ssh client on its own warm connection to the same sshd,
@@ -254,6 +270,7 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 	}
 	var ours, theirs, oursCPU, theirsCPU, watchedCPU time.Duration
 	var pieces int
+	stop := profileServe(b, s)
 	for b.Loop() {
 		start := time.Now()
 		oursCPU += drain()
@@ -271,6 +288,7 @@ func BenchmarkMCPSSHDrain(b *testing.B) {
 		pieces += n
 		watchedCPU += cpu
 	}
+	stop()
 	mbps := func(d time.Duration) float64 { return float64(b.N) * size / d.Seconds() / 1e6 }
 	cpuPerGB := func(d time.Duration) float64 { return d.Seconds() / (float64(b.N) * size / 1e9) }
 	b.ReportMetric(mbps(ours), "ssh_exec-MB/s")
@@ -894,11 +912,13 @@ func BenchmarkMCPUploadInline(b *testing.B) {
 		*l = append(*l, call())
 		*cpu += childCPU(b, s.client.Pid()) - before
 	}
+	stop := profileServe(b, s)
 	for b.Loop() {
 		timed(&up, &upCPU, upload)
 		timed(&down, &downCPU, download)
 		timed(&fromHandle, &handleCPU, uploadHandle)
 	}
+	stop()
 	slices.Sort(up)
 	slices.Sort(down)
 	slices.Sort(fromHandle)

@@ -180,7 +180,7 @@ max_attempts = 3
 		t.Fatal(err)
 	}
 	s.cfgPath, s.env = cfgPath, append(append(os.Environ(), "ACTIONGW_KEYRING_SERVICE="+service), o.env...)
-	if o.testtools {
+	if o.testtools || os.Getenv(profileEnv) != "" {
 		s.tags = []string{"testtools"}
 	}
 	s.client = s.startServer(t, s.stderr)

@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -230,7 +231,7 @@ func (c *Client) Send(ctx context.Context, method string, params any) (*Pending,
 func (c *Client) send(ctx context.Context, method string, paramsFor func(id int64) any, progress ProgressFunc) (*Pending, error) {
 	id := c.nextID.Add(1)
 	p := &Pending{c: c, id: id, done: make(chan struct{})}
-	req, err := newRequest(int64ID(id), method, paramsFor(id))
+	frame, err := encodeRequest(int64ID(id), method, paramsFor(id))
 	if err != nil {
 		return nil, fmt.Errorf("mcphost: encoding %s params: %w", method, err)
 	}
@@ -247,7 +248,7 @@ func (c *Client) send(ctx context.Context, method string, paramsFor func(id int6
 		c.progress[p.token] = progress
 	}
 	c.mu.Unlock()
-	if err := c.write(ctx, req); err != nil {
+	if err := c.writeFrame(ctx, frame); err != nil {
 		c.forget(p)
 		return nil, err
 	}
@@ -286,11 +287,11 @@ func (c *Client) Call(ctx context.Context, method string, params any) (json.RawM
 
 // Notify sends a notification.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	req, err := newRequest(jsonrpc.ID{}, method, params)
+	frame, err := encodeRequest(jsonrpc.ID{}, method, params)
 	if err != nil {
 		return fmt.Errorf("mcphost: encoding %s params: %w", method, err)
 	}
-	return c.write(ctx, req)
+	return c.writeFrame(ctx, frame)
 }
 
 // Initialize performs the MCP handshake.
@@ -684,13 +685,21 @@ func (c *Client) elicit(req *jsonrpc.Request) {
 	})
 }
 
-// newRequest builds a call, or a notification when id is the zero ID.
-func newRequest(id jsonrpc.ID, method string, params any) (*jsonrpc.Request, error) {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	return &jsonrpc.Request{ID: id, Method: method, Params: raw}, nil
+// encodeRequest is the frame of a call, or of a notification when id is
+// the zero ID, with its newline. The params are encoded once, with the
+// message: jsonrpc.EncodeMessage takes them encoded already and checks
+// their text again (encoding/json compacts a RawMessage), which for a
+// large argument (an upload's content) took three times as long as
+// encoding it.
+func encodeRequest(id jsonrpc.ID, method string, params any) ([]byte, error) {
+	var frame bytes.Buffer
+	err := json.NewEncoder(&frame).Encode(&struct { // with the newline
+		JSONRPC string `json:"jsonrpc"`
+		ID      any    `json:"id,omitempty"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", id.Raw(), method, params})
+	return frame.Bytes(), err
 }
 
 // int64ID makes a JSON-RPC id the way the SDK decodes numbers, so that

@@ -255,20 +255,33 @@ func (s *scanner) str() bool {
 
 // plain is how many bytes at the start of b, in steps of eight, hold no
 // quote, backslash or control character: string text that needs no look.
-// A long string (an upload's content) is stepped over a word at a time.
+// A long string (an upload's content) is stepped over 32 bytes at a time.
 func plain(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(x uint64) bool { return (x-ones)&^x&highs != 0 }
 	n := 0
+	for ; len(b)-n >= 32; n += 32 {
+		w := b[n : n+32]
+		if special(binary.LittleEndian.Uint64(w))|special(binary.LittleEndian.Uint64(w[8:]))|
+			special(binary.LittleEndian.Uint64(w[16:]))|special(binary.LittleEndian.Uint64(w[24:])) != 0 {
+			break
+		}
+	}
 	for ; len(b)-n >= 8; n += 8 {
-		x := binary.LittleEndian.Uint64(b[n:])
-		// x-0x20 in each byte borrows where a byte is below 0x20, which
-		// bytes with their high bit set (not below) cannot show.
-		if (x-0x20*ones)&^x&highs != 0 || zero(x^'"'*ones) || zero(x^'\\'*ones) {
+		if special(binary.LittleEndian.Uint64(b[n:])) != 0 {
 			break
 		}
 	}
 	return n
+}
+
+// special has the high bit set in some byte of x, eight bytes of string
+// text, when one of them is a quote, a backslash or a control character.
+func special(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// x-0x20 in each byte borrows where a byte is below 0x20, which bytes
+	// with their high bit set (not below) cannot show; a byte equal to c
+	// is a zero byte of x^c.
+	q, bs := x^'"'*ones, x^'\\'*ones
+	return ((x-0x20*ones)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 // number steps over the number at s.i, reporting whether it is one.

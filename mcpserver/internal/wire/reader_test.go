@@ -39,8 +39,8 @@ func readAll(t testing.TB, fr *Reader) []event {
 	var evs []event
 	for {
 		f, err := fr.Next()
-		if cap(fr.frame) > fr.limit {
-			t.Fatalf("frame buffer capacity %d; want at most the limit %d", cap(fr.frame), fr.limit)
+		if cap(fr.frame) > fr.limit || fr.chunked > fr.limit {
+			t.Fatalf("frame buffer capacity %d, %d bytes in chunks; want at most the limit %d", cap(fr.frame), fr.chunked, fr.limit)
 		}
 		var oe *OversizeError
 		switch {
@@ -106,13 +106,16 @@ func TestReaderNext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, bufSize := range []int{1, 3, 7, 4096} {
-			t.Run(fmt.Sprintf("%s/buf%d", tt.name, bufSize), func(t *testing.T) {
-				fr := newReaderSize(strings.NewReader(tt.input), tt.limit, nil, bufSize)
-				got := sizes(readAll(t, fr))
-				if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-					t.Errorf("got %v; want %v", got, tt.want)
-				}
-			})
+			for _, spillAt := range []int{keepFrameCap, 2} {
+				t.Run(fmt.Sprintf("%s/buf%d/spill%d", tt.name, bufSize, spillAt), func(t *testing.T) {
+					fr := newReaderSize(strings.NewReader(tt.input), tt.limit, nil, bufSize)
+					fr.spillAt = spillAt
+					got := sizes(readAll(t, fr))
+					if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+						t.Errorf("got %v; want %v", got, tt.want)
+					}
+				})
+			}
 		}
 	}
 }
@@ -138,6 +141,7 @@ func TestReaderOversizeEnds(t *testing.T) {
 	for _, tt := range tests {
 		for _, bufSize := range []int{1, 7, 4096} {
 			fr := newReaderSize(strings.NewReader(tt.line+"\r\n{}\n"), tt.limit, nil, bufSize)
+			fr.spillAt = 1 + bufSize%5 // the line goes on in chunks at once
 			_, err := fr.Next()
 			var oe *OversizeError
 			if !errors.As(err, &oe) {
@@ -206,7 +210,8 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // FuzzReader feeds any bytes in any chunking under any limit and checks the
 // frames against a line-splitting reference: complete frames come out byte
 // for byte, oversize lines are reported with their exact size and ends,
-// the frame buffer never exceeds the limit, and nothing panics.
+// the frame buffer never exceeds the limit, and nothing panics. A large
+// limit's high bits make lines go on in chunks early.
 func FuzzReader(f *testing.F) {
 	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"), []byte{0}, uint16(64), uint8(16))
 	f.Add([]byte("aaaaaaaaaaaaaaaaaaaa\nb\r\n\n  \nccc"), []byte{2, 5, 0}, uint16(4), uint8(3))
@@ -215,6 +220,9 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, input, sizes []byte, limit uint16, bufSize uint8) {
 		lim := int(limit%512) + 1
 		fr := newReaderSize(&chunkReader{data: input, sizes: sizes}, lim, nil, int(bufSize%64)+1)
+		if s := int(limit >> 9); s > 0 {
+			fr.spillAt = s // the part of a line past s goes on in chunks
+		}
 		got := readAll(t, fr)
 		want := expectedEvents(input, lim)
 		if len(got) != len(want) {
