@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
@@ -424,4 +426,108 @@ func TestCAJump(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "permit no port forwarding") {
 		t.Errorf("a CA target as the jump host: got %v; want it refused", err)
 	}
+}
+
+// TestCAHostKeyProbe: a CA target connects for its command only, but a
+// host key nothing records is reported by Acquire, before any
+// certificate is signed or login tried, as any target's is; so is a jump
+// host's. A recorded key costs Acquire no connection.
+func TestCAHostKeyProbe(t *testing.T) {
+	cs := startCAServer(t)
+	p := newPool(t)
+	var signed certs
+	p.signed = signed.add
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	unknown := func(t *testing.T, tg *Target, name string) *HostKeyError {
+		t.Helper()
+		l, err := p.Acquire(ctx, tg, forever)
+		var hk *HostKeyError
+		if !errors.As(err, &hk) || !hk.Unknown() || hk.Target != name {
+			if l != nil {
+				l.Release()
+			}
+			t.Fatalf("Acquire: got %v; want the unknown host key of %s", err, name)
+		}
+		return hk
+	}
+
+	t.Run("target", func(t *testing.T) {
+		tg := cs.target()
+		tg.KnownHostsPath = filepath.Join(t.TempDir(), "known_hosts") // none yet
+		hk := unknown(t, tg, tg.Name)
+		if n := len(signed.all()); n != 0 {
+			t.Fatalf("signed %d certificates before the host key was trusted; want none", n)
+		}
+		if err := TrustHostKey(hk); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runCA(t, p, tg, "act-trusted", NewSerial(), Request{Command: "echo trusted"})
+		if err != nil || out.stdout != "trusted\n" {
+			t.Fatalf("after trusting the key: got %+v, %v; want trusted", out, err)
+		}
+	})
+
+	t.Run("changed key", func(t *testing.T) {
+		tg := cs.target()
+		other, _, err := NewCA("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherKey, err := ParseCA("other", "other", other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg.KnownHostsPath = filepath.Join(t.TempDir(), "known_hosts")
+		line := knownhosts.Line([]string{knownhosts.Normalize(cs.Addr())}, otherKey.PublicKey())
+		if err := os.WriteFile(tg.KnownHostsPath, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err = runCA(t, p, tg, "act-changed", NewSerial(), Request{Command: "echo ran"})
+		var hk *HostKeyError
+		if !errors.As(err, &hk) || !hk.Known {
+			t.Fatalf("got %v; want the changed host key refused", err)
+		}
+		if hk.Unknown() {
+			t.Error("a changed key reported as unknown: a person could be asked to trust it")
+		}
+	})
+
+	t.Run("jump host", func(t *testing.T) {
+		jump := sshtest.Start(t, sshtest.Options{})
+		tg := cs.target()
+		tg.Jump = target(jump)
+		tg.Jump.Name = "bastion"
+		tg.Jump.KnownHostsPath = filepath.Join(t.TempDir(), "known_hosts")
+		before := len(signed.all())
+		hk := unknown(t, tg, "bastion")
+		if n := len(signed.all()) - before; n != 0 {
+			t.Fatalf("signed %d certificates before the jump host's key was trusted; want none", n)
+		}
+		if err := TrustHostKey(hk); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runCA(t, p, tg, "act-jump-trusted", NewSerial(), Request{Command: "echo via"})
+		if err != nil || out.stdout != "via\n" {
+			t.Fatalf("after trusting the jump host's key: got %+v, %v; want via", out, err)
+		}
+	})
+
+	t.Run("recorded key: no connection", func(t *testing.T) {
+		tg := cs.target()
+		connections := func() int { return strings.Count(cs.Log(), "Connection from ") }
+		before := connections()
+		l, err := p.Acquire(ctx, tg, forever)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		if _, err := runCA(t, p, tg, "act-one", NewSerial(), Request{Command: "true"}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, 10*time.Second, "sshd's log of the command's connection", func() bool { return connections() > before })
+		if n := connections() - before; n != 1 {
+			t.Errorf("%d connections for a released lease and one command; want 1", n)
+		}
+	})
 }
