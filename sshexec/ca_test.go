@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,7 +255,55 @@ func TestCATarget(t *testing.T) {
 		if !isAuthError(err) || !strings.Contains(err.Error(), "AuthorizedPrincipalsFile") || !strings.Contains(err.Error(), string(bytes.TrimSpace(cs.caPublic[:40]))) {
 			t.Fatalf("got %v; want the login refused, naming the principal file and the CA's line", err)
 		}
+		hostGuidance(t, err, cs.caPublic, cs.User)
 	})
+
+	t.Run("a CA the host does not trust", func(t *testing.T) {
+		priv, pub, err := NewCA("untrusted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := cs.target()
+		if other.Auth.CA, err = ParseCA("other", "other-ca", priv); err != nil {
+			t.Fatal(err)
+		}
+		_, err = runCA(t, p, other, "act-untrusted", NewSerial(), Request{Command: "true"})
+		hostGuidance(t, err, pub, cs.User)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		hostGuidance(t, p.Check(ctx, other), pub, cs.User) // what actiongw check shows
+		for _, secret := range strings.Split(string(priv), "\n") {
+			if len(secret) > 16 && !strings.HasPrefix(secret, "-----") && strings.Contains(err.Error(), secret) {
+				t.Fatal("the error holds a line of the CA's private key")
+			}
+		}
+	})
+}
+
+// announced is the identification an OpenSSH sshd sends, as an error
+// quotes it.
+var announced = regexp.MustCompile(`"SSH-2\.0-OpenSSH_[0-9]+\.[0-9]+[^"]*"`)
+
+// hostGuidance checks that err is a refused certificate login that
+// says what to fix on the host: the TrustedUserCAKeys line of the CA
+// whose public line is caPublic (as ca init prints it), the principal,
+// and the sshd version the host announced.
+func hostGuidance(t *testing.T, err error, caPublic []byte, principal string) {
+	t.Helper()
+	if !isAuthError(err) {
+		t.Fatalf("got %v; want the certificate login refused (*AuthError)", err)
+	}
+	fields := strings.Fields(string(caPublic))
+	msg := err.Error()
+	for _, want := range []string{"TrustedUserCAKeys", fmt.Sprintf("%q", fields[0]+" "+fields[1]), "AuthorizedPrincipalsFile",
+		fmt.Sprintf("must list %q", principal), "recent enough"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("got %q; want it to contain %s", msg, want)
+		}
+	}
+	if !announced.MatchString(msg) {
+		t.Errorf("got %q; want the sshd version the host announced", msg)
+	}
 }
 
 // TestCACertificateStolen is what a certificate and its key could do if

@@ -101,14 +101,13 @@ var caNeeds = []struct {
 // CA target's certificates: the cause of a refusal when it is older than
 // they need. The version is quoted: it is the server's text.
 func caVersionAdvice(announced string) (advice string, tooOld bool) {
-	need := caNeeds[len(caNeeds)-1]
 	if announced == "" {
-		return fmt.Sprintf("its sshd must be OpenSSH %d.%d or later (%s)", need.major, need.minor, need.what), false
+		return "its sshd must be " + caNeedsText(), false
 	}
 	major, minor, ok := openSSHVersion(announced)
 	if !ok {
 		return fmt.Sprintf("the host announced %q, which is not OpenSSH: its server must accept OpenSSH certificates "+
-			"(TrustedUserCAKeys, force-command, ed25519 keys, as OpenSSH %d.%d or later does)", announced, need.major, need.minor), false
+			"(TrustedUserCAKeys, force-command, ed25519 keys, as %s does)", announced, caNeedsText()), false
 	}
 	var missing []string
 	for _, n := range caNeeds {
@@ -120,5 +119,16 @@ func caVersionAdvice(announced string) (advice string, tooOld bool) {
 		return fmt.Sprintf("the host announced %q: OpenSSH %d.%d is older than %s; that is why it refused: upgrade its sshd",
 			announced, major, minor, strings.Join(missing, " and ")), true
 	}
-	return fmt.Sprintf("the host announced %q, recent enough (OpenSSH %d.%d or later: %s)", announced, need.major, need.minor, need.what), false
+	return fmt.Sprintf("the host announced %q, recent enough (%s)", announced, caNeedsText()), false
+}
+
+// caNeedsText is the release caNeeds add up to, and why: "OpenSSH 6.5
+// or later: 5.6 for …, 6.5 for …".
+func caNeedsText() string {
+	need := caNeeds[len(caNeeds)-1]
+	parts := make([]string, len(caNeeds))
+	for i, n := range caNeeds {
+		parts[i] = fmt.Sprintf("%d.%d for %s", n.major, n.minor, n.what)
+	}
+	return fmt.Sprintf("OpenSSH %d.%d or later: %s", need.major, need.minor, strings.Join(parts, ", "))
 }
