@@ -36,7 +36,7 @@ type caServer struct {
 	krl        string
 }
 
-func startCAServer(t *testing.T) *caServer {
+func startCAServer(t testing.TB) *caServer {
 	t.Helper()
 	priv, pub, err := NewCA("actiongw-ca-test")
 	if err != nil {
@@ -69,7 +69,7 @@ func startCAServer(t *testing.T) *caServer {
 
 // allow makes principal the one the login user's AuthorizedPrincipalsFile
 // lists; sshd reads it at each login.
-func (cs *caServer) allow(t *testing.T, principal string) {
+func (cs *caServer) allow(t testing.TB, principal string) {
 	t.Helper()
 	if err := os.WriteFile(cs.principals, []byte(principal+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func (cs *caServer) allow(t *testing.T, principal string) {
 
 // revoke writes a KRL that revokes serials of certificates of the CA;
 // sshd reads it at each login.
-func (cs *caServer) revoke(t *testing.T, serials ...uint64) {
+func (cs *caServer) revoke(t testing.TB, serials ...uint64) {
 	t.Helper()
 	keygen := testenv.Command(t, "ssh-keygen", "openssh-client")
 	dir := t.TempDir()
