@@ -44,6 +44,22 @@ func startCASSHD(t *testing.T) (*sshtest.Server, []byte) {
 	return sshd, private
 }
 
+// caGateway is a gateway with state dir state and the SSH target
+// tables, its keyring holding the CA key private as "gw-ca".
+func caGateway(t *testing.T, state string, private []byte, tables string) *fixture {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\nstate_dir = %q\n%s", state, tables)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"gw-ca": private}})
+	if _, err := gw.Config(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	return &fixture{gw: gw, cfg: cfg, state: state}
+}
+
 // TestGatewayCATarget runs actions through the whole pipeline on CA
 // targets of a real sshd that accepts nothing but the CA's certificates:
 // each action's certificate names its handle (in sshd's log) and its
@@ -56,17 +72,9 @@ func TestGatewayCATarget(t *testing.T) {
 		return fmt.Sprintf("[ssh.%s]\nhost = %q\nport = %d\nuser = %q\nca_secret = \"gw-ca\"\nknown_hosts = %q\n",
 			name, sshd.Host, sshd.Port, sshd.User, sshd.KnownHosts)
 	}
-	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\nstate_dir = %q\n%s%s", state, target("ca1"), target("ca2"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"gw-ca": private}})
-	if _, err := gw.Config(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Close() })
+	f := caGateway(t, state, private, target("ca1")+target("ca2"))
+	gw, cfg := f.gw, f.cfg
 	ctx := context.Background()
-	f := &fixture{gw: gw, cfg: cfg, state: state}
 	// What must never come back: the CA's private key, in any line of it.
 	var leaks []string
 	for _, line := range strings.Split(string(private), "\n") {
@@ -167,17 +175,8 @@ func TestGatewayCAHostKeyAsk(t *testing.T) {
 			name, sshd.Host, sshd.Port, sshd.User, knownHosts)
 	}
 	fresh, declined := filepath.Join(dir, "fresh"), filepath.Join(dir, "declined")
-	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\nstate_dir = %q\n%s%s%s", state,
-		target("fresh", fresh), target("declined", declined), target("changed", changed))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := New(context.Background(), Options{Config: cfg, Secrets: secrets.Memory{"gw-ca": private}})
-	if _, err := gw.Config(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Close() })
-	f := &fixture{gw: gw, cfg: cfg, state: state}
+	f := caGateway(t, state, private, target("fresh", fresh)+target("declined", declined)+target("changed", changed))
+	gw := f.gw
 	marker := filepath.Join(sshd.UserDir(t), "ran")
 	var asked []string
 	person := approverFunc(func(_ context.Context, q *Question) (Answer, time.Duration, error) {

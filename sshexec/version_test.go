@@ -106,18 +106,23 @@ func TestVersionLine(t *testing.T) {
 	}
 }
 
-// caAuthError is the error of a refused certificate login on a server
-// that announced version.
-func caAuthError(t testing.TB, version string) *AuthError {
+// newSigner is a new ed25519 key.
+func newSigner(t testing.TB) ssh.Signer {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := ssh.NewSignerFromKey(priv)
+	signer, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := &Target{Name: "web", User: "deploy", Auth: Auth{CA: ca, CASecret: "ca"}, CertTTL: time.Minute}
+	return signer
+}
+
+// caAuthError is the error of a refused certificate login on a server
+// that announced version.
+func caAuthError(t testing.TB, version string) *AuthError {
+	tg := &Target{Name: "web", User: "deploy", Auth: Auth{CA: newSigner(t), CASecret: "ca"}, CertTTL: time.Minute}
 	signer, _, err := tg.certSignerFor(grant{keyID: "act-1", serial: 1, command: "true"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -168,14 +173,7 @@ func FuzzServerVersion(f *testing.F) {
 // server stands in for an old sshd, which the test machine has not.)
 func TestCARefusedOldServer(t *testing.T) {
 	version := "SSH-2.0-OpenSSH_6.2p2 \x7f\x9b2J\u202eforged"
-	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostKey, err := ssh.NewSignerFromKey(hostPriv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hostKey := newSigner(t)
 	cfg := &ssh.ServerConfig{ServerVersion: version, PublicKeyCallback: func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) {
 		return nil, errors.New("no")
 	}}
@@ -195,14 +193,7 @@ func TestCARefusedOldServer(t *testing.T) {
 		defer c.Close()
 		ssh.NewServerConn(c, cfg)
 	}()
-	_, caPriv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := ssh.NewSignerFromKey(caPriv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := newSigner(t)
 	tg := &Target{Name: "old", Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, User: "deploy",
 		HostKey: ssh.FingerprintSHA256(hostKey.PublicKey()), Auth: Auth{CA: ca, CASecret: "ca"}, CertTTL: time.Minute,
 		MaxSessions: 10, Keepalive: 15 * time.Second}
