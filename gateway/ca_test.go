@@ -232,3 +232,36 @@ func TestGatewayCAHostKeyAsk(t *testing.T) {
 		t.Errorf("asked about %q; want %q (the trusted key not again, the changed one never)", asked, want)
 	}
 }
+
+// TestGatewayCACheckRefused: what `actiongw check` reports for a CA
+// target whose CA the host does not trust: the line to add, the
+// principal and the sshd version the host announced, and no line of the
+// CA's private key.
+func TestGatewayCACheckRefused(t *testing.T) {
+	sshd, _ := startCASSHD(t)
+	private, public, err := sshexec.NewCA("untrusted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\nstate_dir = %q\n[ssh.ca]\nhost = %q\nport = %d\nuser = %q\nca_secret = \"other-ca\"\nknown_hosts = %q\n",
+		t.TempDir(), sshd.Host, sshd.Port, sshd.User, sshd.KnownHosts)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := CheckTargets(context.Background(), cfg, secrets.Memory{"other-ca": private}, nil, 30*time.Second)
+	if len(checks) != 1 || checks[0].Err == nil {
+		t.Fatalf("got %+v; want the CA target's check refused", checks)
+	}
+	msg := checks[0].Err.Error()
+	fields := strings.Fields(string(public))
+	for _, want := range []string{"TrustedUserCAKeys", fields[0] + " " + fields[1], fmt.Sprintf("must list %q", sshd.User), `announced "SSH-2.0-OpenSSH_`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("check: %s; want it to contain %s", msg, want)
+		}
+	}
+	for _, line := range strings.Split(string(private), "\n") {
+		if len(line) > 16 && !strings.HasPrefix(line, "-----") && strings.Contains(msg, line) {
+			t.Error("check's error holds a line of the CA's private key")
+		}
+	}
+}
