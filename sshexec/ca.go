@@ -186,8 +186,9 @@ func (p *Pool) checkCA(ctx context.Context, t *Target) error {
 		case signal != "":
 			got = "signal " + signal
 		}
+		version, _ := caVersionAdvice(string(c.client.ServerVersion()))
 		return fmt.Errorf("target %q: logged in with a certificate of the CA, but its forced command `true` ended with %s: "+
-			"sshd must run a certificate's force-command (OpenSSH 5.6 or later), and the login shell of %s must run it", t.Name, got, t.User)
+			"sshd must run a certificate's force-command, and the login shell of %s must run it; %s", t.Name, got, t.User, version)
 	}
 	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/actiongw/actiongw/internal/testkit/sshtest"
 	"github.com/actiongw/actiongw/internal/testkit/syncbuf"
@@ -32,7 +36,7 @@ type caServer struct {
 	krl        string
 }
 
-func startCAServer(t *testing.T) *caServer {
+func startCAServer(t testing.TB) *caServer {
 	t.Helper()
 	priv, pub, err := NewCA("actiongw-ca-test")
 	if err != nil {
@@ -65,7 +69,7 @@ func startCAServer(t *testing.T) *caServer {
 
 // allow makes principal the one the login user's AuthorizedPrincipalsFile
 // lists; sshd reads it at each login.
-func (cs *caServer) allow(t *testing.T, principal string) {
+func (cs *caServer) allow(t testing.TB, principal string) {
 	t.Helper()
 	if err := os.WriteFile(cs.principals, []byte(principal+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -74,7 +78,7 @@ func (cs *caServer) allow(t *testing.T, principal string) {
 
 // revoke writes a KRL that revokes serials of certificates of the CA;
 // sshd reads it at each login.
-func (cs *caServer) revoke(t *testing.T, serials ...uint64) {
+func (cs *caServer) revoke(t testing.TB, serials ...uint64) {
 	t.Helper()
 	keygen := testenv.Command(t, "ssh-keygen", "openssh-client")
 	dir := t.TempDir()
@@ -251,7 +255,55 @@ func TestCATarget(t *testing.T) {
 		if !isAuthError(err) || !strings.Contains(err.Error(), "AuthorizedPrincipalsFile") || !strings.Contains(err.Error(), string(bytes.TrimSpace(cs.caPublic[:40]))) {
 			t.Fatalf("got %v; want the login refused, naming the principal file and the CA's line", err)
 		}
+		hostGuidance(t, err, cs.caPublic, cs.User)
 	})
+
+	t.Run("a CA the host does not trust", func(t *testing.T) {
+		priv, pub, err := NewCA("untrusted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := cs.target()
+		if other.Auth.CA, err = ParseCA("other", "other-ca", priv); err != nil {
+			t.Fatal(err)
+		}
+		_, err = runCA(t, p, other, "act-untrusted", NewSerial(), Request{Command: "true"})
+		hostGuidance(t, err, pub, cs.User)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		hostGuidance(t, p.Check(ctx, other), pub, cs.User) // what actiongw check shows
+		for _, secret := range strings.Split(string(priv), "\n") {
+			if len(secret) > 16 && !strings.HasPrefix(secret, "-----") && strings.Contains(err.Error(), secret) {
+				t.Fatal("the error holds a line of the CA's private key")
+			}
+		}
+	})
+}
+
+// announced is the identification an OpenSSH sshd sends, as an error
+// quotes it.
+var announced = regexp.MustCompile(`"SSH-2\.0-OpenSSH_[0-9]+\.[0-9]+[^"]*"`)
+
+// hostGuidance checks that err is a refused certificate login that
+// says what to fix on the host: the TrustedUserCAKeys line of the CA
+// whose public line is caPublic (as ca init prints it), the principal,
+// and the sshd version the host announced.
+func hostGuidance(t *testing.T, err error, caPublic []byte, principal string) {
+	t.Helper()
+	if !isAuthError(err) {
+		t.Fatalf("got %v; want the certificate login refused (*AuthError)", err)
+	}
+	fields := strings.Fields(string(caPublic))
+	msg := err.Error()
+	for _, want := range []string{"TrustedUserCAKeys", fmt.Sprintf("%q", fields[0]+" "+fields[1]), "AuthorizedPrincipalsFile",
+		fmt.Sprintf("must list %q", principal), "recent enough"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("got %q; want it to contain %s", msg, want)
+		}
+	}
+	if !announced.MatchString(msg) {
+		t.Errorf("got %q; want the sshd version the host announced", msg)
+	}
 }
 
 // TestCACertificateStolen is what a certificate and its key could do if
@@ -424,4 +476,108 @@ func TestCAJump(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "permit no port forwarding") {
 		t.Errorf("a CA target as the jump host: got %v; want it refused", err)
 	}
+}
+
+// TestCAHostKeyProbe: a CA target connects for its command only, but a
+// host key nothing records is reported by Acquire, before any
+// certificate is signed or login tried, as any target's is; so is a jump
+// host's. A recorded key costs Acquire no connection.
+func TestCAHostKeyProbe(t *testing.T) {
+	cs := startCAServer(t)
+	p := newPool(t)
+	var signed certs
+	p.signed = signed.add
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	unknown := func(t *testing.T, tg *Target, name string) *HostKeyError {
+		t.Helper()
+		l, err := p.Acquire(ctx, tg, forever)
+		var hk *HostKeyError
+		if !errors.As(err, &hk) || !hk.Unknown() || hk.Target != name {
+			if l != nil {
+				l.Release()
+			}
+			t.Fatalf("Acquire: got %v; want the unknown host key of %s", err, name)
+		}
+		return hk
+	}
+
+	t.Run("target", func(t *testing.T) {
+		tg := cs.target()
+		tg.KnownHostsPath = filepath.Join(t.TempDir(), "known_hosts") // none yet
+		hk := unknown(t, tg, tg.Name)
+		if n := len(signed.all()); n != 0 {
+			t.Fatalf("signed %d certificates before the host key was trusted; want none", n)
+		}
+		if err := TrustHostKey(hk); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runCA(t, p, tg, "act-trusted", NewSerial(), Request{Command: "echo trusted"})
+		if err != nil || out.stdout != "trusted\n" {
+			t.Fatalf("after trusting the key: got %+v, %v; want trusted", out, err)
+		}
+	})
+
+	t.Run("changed key", func(t *testing.T) {
+		tg := cs.target()
+		other, _, err := NewCA("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherKey, err := ParseCA("other", "other", other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg.KnownHostsPath = filepath.Join(t.TempDir(), "known_hosts")
+		line := knownhosts.Line([]string{knownhosts.Normalize(cs.Addr())}, otherKey.PublicKey())
+		if err := os.WriteFile(tg.KnownHostsPath, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err = runCA(t, p, tg, "act-changed", NewSerial(), Request{Command: "echo ran"})
+		var hk *HostKeyError
+		if !errors.As(err, &hk) || !hk.Known {
+			t.Fatalf("got %v; want the changed host key refused", err)
+		}
+		if hk.Unknown() {
+			t.Error("a changed key reported as unknown: a person could be asked to trust it")
+		}
+	})
+
+	t.Run("jump host", func(t *testing.T) {
+		jump := sshtest.Start(t, sshtest.Options{})
+		tg := cs.target()
+		tg.Jump = target(jump)
+		tg.Jump.Name = "bastion"
+		tg.Jump.KnownHostsPath = filepath.Join(t.TempDir(), "known_hosts")
+		before := len(signed.all())
+		hk := unknown(t, tg, "bastion")
+		if n := len(signed.all()) - before; n != 0 {
+			t.Fatalf("signed %d certificates before the jump host's key was trusted; want none", n)
+		}
+		if err := TrustHostKey(hk); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runCA(t, p, tg, "act-jump-trusted", NewSerial(), Request{Command: "echo via"})
+		if err != nil || out.stdout != "via\n" {
+			t.Fatalf("after trusting the jump host's key: got %+v, %v; want via", out, err)
+		}
+	})
+
+	t.Run("recorded key: no connection", func(t *testing.T) {
+		tg := cs.target()
+		connections := func() int { return strings.Count(cs.Log(), "Connection from ") }
+		before := connections()
+		l, err := p.Acquire(ctx, tg, forever)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		if _, err := runCA(t, p, tg, "act-one", NewSerial(), Request{Command: "true"}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, 10*time.Second, "sshd's log of the command's connection", func() bool { return connections() > before })
+		if n := connections() - before; n != 1 {
+			t.Errorf("%d connections for a released lease and one command; want 1", n)
+		}
+	})
 }

@@ -40,6 +40,9 @@ type AuthError struct {
 	// caSecret is the keyring item of the CA that signed cert, when the
 	// gateway signed it (a CA target).
 	caSecret string
+	// ServerVersion is the identification line the server announced
+	// ("SSH-2.0-OpenSSH_9.2p1 Debian-2"); the server's text, untrusted.
+	ServerVersion string
 }
 
 func (e *AuthError) Error() string {
@@ -88,14 +91,21 @@ func (e *AuthError) Error() string {
 }
 
 // caRefused is the error of a login with a certificate the gateway
-// signed: what the host must have for sshd to accept it.
+// signed: what the host must have for sshd to accept it, and whether the
+// sshd version it announced can.
 func (e *AuthError) caRefused() string {
 	ca := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(e.cert.SignatureKey)))
-	return fmt.Sprintf("target %q: server refused login as %q with a certificate of the CA in keyring item %q (%s, principal %q): "+
-		"on the host, put the CA's line %q in the file sshd_config's TrustedUserCAKeys names (actiongw ca init printed it) and reload sshd; "+
-		"when AuthorizedPrincipalsFile is set, the file for %s must list %q; sshd must be OpenSSH 6.5 or later (ed25519 certificates); "+
-		"its log (LogLevel VERBOSE) says why it refused, under the key id %q",
-		e.Target, e.User, e.caSecret, ssh.FingerprintSHA256(e.cert.SignatureKey), e.User, ca, e.User, e.User, e.cert.KeyId)
+	version, tooOld := caVersionAdvice(e.ServerVersion)
+	refused := fmt.Sprintf("target %q: server refused login as %q with a certificate of the CA in keyring item %q (%s, principal %q): ",
+		e.Target, e.User, e.caSecret, ssh.FingerprintSHA256(e.cert.SignatureKey), e.User)
+	fix := fmt.Sprintf("on the host, put the CA's line %q in the file sshd_config's TrustedUserCAKeys names (actiongw ca init printed it) and reload sshd; "+
+		"when AuthorizedPrincipalsFile is set, the file for %s must list %q",
+		ca, e.User, e.User)
+	log := fmt.Sprintf("its log (LogLevel VERBOSE) says why it refused, under the key id %q", e.cert.KeyId)
+	if tooOld {
+		return refused + version + "; then " + fix + "; " + log
+	}
+	return refused + fix + "; " + version + "; " + log
 }
 
 func plural(n int) string {
@@ -301,8 +311,9 @@ func certAuth(t *Target, cert ssh.Signer) ([]ssh.AuthMethod, *AuthError, func(),
 }
 
 // handshake runs the SSH handshake for t over conn, which it closes on
-// failure, logging in with cert when it is not nil (see dialAs). ctx bounds the whole handshake: when it ends, conn is closed and
-// the handshake fails at once.
+// failure, logging in with cert when it is not nil (see dialAs). ctx
+// bounds the whole handshake: when it ends, conn is closed and the
+// handshake fails at once.
 func handshake(ctx context.Context, t *Target, conn net.Conn, cert ssh.Signer) (*ssh.Client, error) {
 	hk, err := newHostKeyCheck(t)
 	if err != nil {
@@ -318,6 +329,38 @@ func handshake(ctx context.Context, t *Target, conn net.Conn, cert ssh.Signer) (
 		conn.Close()
 		return nil, err
 	}
+	return clientConn(ctx, t, conn, hk, auth, authErr)
+}
+
+// errProbed ends a probe's handshake once the host key is verified.
+var errProbed = errors.New("host key verified")
+
+// probeHostKey runs the SSH handshake for t over conn up to the host
+// key, which hk checks, and hangs up before any login: nil when the key
+// is good, else the *HostKeyError (see Pool.probe).
+func probeHostKey(ctx context.Context, t *Target, conn net.Conn, hk *hostKeyCheck) error {
+	check := hk.callback
+	hk.callback = func(host string, remote net.Addr, key ssh.PublicKey) error {
+		if err := check(host, remote, key); err != nil {
+			return err
+		}
+		return errProbed
+	}
+	client, err := clientConn(ctx, t, conn, hk, nil, nil)
+	if err == nil { // cannot be: the callback ends every handshake
+		client.Close()
+	}
+	if errors.Is(err, errProbed) {
+		return nil
+	}
+	return err
+}
+
+// clientConn is the handshake over conn, which it closes on failure: hk
+// checks the host key and auth logs in, authErr being the error when the
+// server accepts none of it, which learns the version the server
+// announced.
+func clientConn(ctx context.Context, t *Target, conn net.Conn, hk *hostKeyCheck, auth []ssh.AuthMethod, authErr *AuthError) (*ssh.Client, error) {
 	cfg := &ssh.ClientConfig{
 		User:              t.User,
 		Auth:              auth,
@@ -326,7 +369,8 @@ func handshake(ctx context.Context, t *Target, conn net.Conn, cert ssh.Signer) (
 		ClientVersion:     clientVersion,
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	c, chans, reqs, err := ssh.NewClientConn(readAhead(conn), t.addr(), cfg)
+	rc := readAhead(conn)
+	c, chans, reqs, err := ssh.NewClientConn(rc, t.addr(), cfg)
 	if !stop() {
 		if err == nil {
 			c.Close()
@@ -338,8 +382,9 @@ func handshake(ctx context.Context, t *Target, conn net.Conn, cert ssh.Signer) (
 		return ssh.NewClient(c, chans, reqs), nil
 	case hk.err != nil:
 		err = hk.err
-	case strings.Contains(err.Error(), "unable to authenticate"):
+	case authErr != nil && strings.Contains(err.Error(), "unable to authenticate"):
 		// x/crypto has no error type for this; its text is stable.
+		authErr.ServerVersion = rc.version.String()
 		err = authErr
 	default:
 		err = fmt.Errorf("target %q: ssh handshake with %s: %w", t.Name, t.addr(), err)
@@ -357,16 +402,25 @@ const readAheadSize = 256 << 10
 
 // readAhead gives conn a read buffer of readAheadSize: one read takes
 // what the socket holds, up to that.
-func readAhead(conn net.Conn) net.Conn {
+func readAhead(conn net.Conn) *readAheadConn {
 	return &readAheadConn{Conn: conn, r: bufio.NewReaderSize(conn, readAheadSize)}
 }
 
 type readAheadConn struct {
 	net.Conn
 	r *bufio.Reader
+	// version is the server's identification line, recorded as the
+	// handshake reads it (before the handshake's goroutines start).
+	version versionLine
 }
 
-func (c *readAheadConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *readAheadConn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if !c.version.done {
+		c.version.record(p[:n])
+	}
+	return n, err
+}
 
 // dialTCP connects to t directly.
 func dialTCP(ctx context.Context, t *Target) (net.Conn, error) {

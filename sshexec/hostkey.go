@@ -124,6 +124,9 @@ type hostKeyCheck struct {
 	callback ssh.HostKeyCallback
 	algos    []string
 	err      *HostKeyError
+	// recorded is true when a key is pinned or known_hosts records one
+	// for the host: the check has a key to compare with.
+	recorded bool
 }
 
 func newHostKeyCheck(t *Target) (*hostKeyCheck, error) {
@@ -137,7 +140,7 @@ func newHostKeyCheck(t *Target) (*hostKeyCheck, error) {
 	hk := &hostKeyCheck{}
 	if t.HostKey != "" {
 		pin := strings.TrimRight(t.HostKey, "=")
-		hk.algos = openSSHHostKeyOrder
+		hk.algos, hk.recorded = openSSHHostKeyOrder, true
 		hk.callback = func(_ string, _ net.Addr, key ssh.PublicKey) error {
 			if ssh.FingerprintSHA256(key) == pin {
 				return nil
@@ -179,7 +182,8 @@ func newHostKeyCheck(t *Target) (*hostKeyCheck, error) {
 	default:
 		return nil, fmt.Errorf("target %q: read known_hosts: %w", t.Name, err)
 	}
-	if len(hk.algos) == 0 {
+	hk.recorded = len(hk.algos) > 0
+	if !hk.recorded {
 		hk.algos = openSSHHostKeyOrder
 	}
 	hk.callback = func(_ string, remote net.Addr, key ssh.PublicKey) error {

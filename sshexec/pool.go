@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -242,25 +243,33 @@ func (p *Pool) dial(ctx context.Context, t *Target) (*ssh.Client, error) {
 // dialAs is dial, logging in with cert (a certificate of t's CA) instead
 // of t's credentials when it is not nil.
 func (p *Pool) dialAs(ctx context.Context, t *Target, cert ssh.Signer) (*ssh.Client, error) {
-	if t.ConnectTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t.ConnectTimeout,
-			fmt.Errorf("target %q: connect to %s: no connection within its ConnectTimeout (%v)", t.Name, t.addr(), t.ConnectTimeout))
-		defer cancel()
-	}
-	if t.Jump == nil {
-		tcp, err := dialTCP(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		return handshake(ctx, t, tcp, cert)
-	}
-	jump, err := p.conn(ctx, t.Jump)
+	ctx, cancel := t.connectContext(ctx)
+	defer cancel()
+	conn, err := p.transport(ctx, t)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("target %q: jump host: %w", t.Name, err)
+		return nil, err
+	}
+	return handshake(ctx, t, conn, cert)
+}
+
+// connectContext is ctx bounded by t's ConnectTimeout, if it has one.
+func (t *Target) connectContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.ConnectTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, t.ConnectTimeout,
+		fmt.Errorf("target %q: connect to %s: no connection within its ConnectTimeout (%v)", t.Name, t.addr(), t.ConnectTimeout))
+}
+
+// transport connects to t's SSH port: directly, or through a tunnel of
+// the pooled connection to its jump host.
+func (p *Pool) transport(ctx context.Context, t *Target) (net.Conn, error) {
+	if t.Jump == nil {
+		return dialTCP(ctx, t)
+	}
+	jump, err := p.jumpConn(ctx, t)
+	if err != nil {
+		return nil, err
 	}
 	tunnel, err := jump.client.DialContext(ctx, "tcp", t.addr())
 	if err != nil {
@@ -269,7 +278,45 @@ func (p *Pool) dialAs(ctx context.Context, t *Target, cert ssh.Signer) (*ssh.Cli
 		}
 		return nil, fmt.Errorf("target %q: connect to %s through jump host %q: %w", t.Name, t.addr(), t.Jump.Name, err)
 	}
-	return handshake(ctx, t, tunnel, cert)
+	return tunnel, nil
+}
+
+// jumpConn is the pooled connection to t's jump host.
+func (p *Pool) jumpConn(ctx context.Context, t *Target) (*conn, error) {
+	jump, err := p.conn(ctx, t.Jump)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("target %q: jump host: %w", t.Name, err)
+	}
+	return jump, nil
+}
+
+// probe is what Acquire does for a CA target before its command is
+// known, so that a host key a person may be asked to trust is reported
+// before anything starts, as any target's is: it connects to the jump
+// host, if any (pooled, as the command's connection will use it), and,
+// when t's host key is neither pinned nor recorded in its known_hosts,
+// runs the SSH handshake with t up to the host key only (no login) and
+// returns the *HostKeyError. A recorded key costs no connection here.
+func (p *Pool) probe(ctx context.Context, t *Target) error {
+	ctx, cancel := t.connectContext(ctx)
+	defer cancel()
+	if t.Jump != nil {
+		if _, err := p.jumpConn(ctx, t); err != nil {
+			return err
+		}
+	}
+	hk, err := newHostKeyCheck(t)
+	if err != nil || hk.recorded {
+		return err
+	}
+	conn, err := p.transport(ctx, t)
+	if err != nil {
+		return err
+	}
+	return probeHostKey(ctx, t, conn, hk)
 }
 
 // conn is one pooled SSH connection with its session accounting.

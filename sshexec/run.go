@@ -224,13 +224,20 @@ const forever = time.Duration(math.MaxInt64)
 // the target has fewer than MaxConnections, else when a slot frees within
 // wait (a *QueueError if none does). ctx bounds it all, dialling included
 // (its cause is returned). Its other errors are Run's. Waiting for a slot
-// is queueing: the command has not started.
+// is queueing: the command has not started. A CA target's lease (Auth.CA)
+// connects when its command is known, on a connection of its own; Acquire
+// connects only to its jump host and, when its host key is not yet
+// recorded, to the target up to its host key (a *HostKeyError).
 func (p *Pool) Acquire(ctx context.Context, t *Target, wait time.Duration) (*Lease, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
 	if t.Auth.CA != nil {
-		// Its connection is dialled for its command (see Lease.Certify).
+		// Its connection is dialled for its command (see certify); an
+		// unknown host key is reported now, before anything starts.
+		if err := p.probe(ctx, t); err != nil {
+			return nil, err
+		}
 		return &Lease{pool: p, target: t}, nil
 	}
 	for redials, refusals := 0, 0; ; {
