@@ -419,6 +419,10 @@ func BenchmarkServeMemory(b *testing.B) {
 		}
 		s.call(b, "ssh_exec", map[string]any{"target": "box", "command": "true"}) // connected
 		b.ReportMetric(mib("VmRSS"), "idle-MiB")
+		// Of which the binary's mapped pages (its text and read-only
+		// data, nearly all touched) and the rest.
+		b.ReportMetric(mib("RssFile"), "idle-file-MiB")
+		b.ReportMetric(mib("RssAnon"), "idle-anon-MiB")
 		drain := func(n int, size int64) {
 			var wg sync.WaitGroup
 			for range n {

@@ -18,19 +18,21 @@ import (
 // gcHeadroom is the size of an allocation serve holds and never touches.
 // x/crypto/ssh allocates a fresh buffer for every packet it reads (about
 // 1 GiB of garbage per GiB of output), and with the few MiB a server
-// keeps live, the collector would run every couple of MiB. Counted as live
+// keeps live (about 6 MiB through a drain: mostly the packets the
+// channel holds), the collector would run every few MiB. Counted as live
 // heap, the headroom moves the collector's goal from about twice the live
-// heap to twice the live heap plus twice the headroom: a drain then
-// collects about a fifth as often (71 cycles per GiB instead of 387,
-// GODEBUG=gctrace=1) and keeps up with the OpenSSH client
-// (BenchmarkMCPSSHDrain). Its pages are never written, so they cost
-// address space, not resident memory (TestServeHeadroomNotResident); the
-// garbage it lets accumulate raises peak RSS by about its size.
+// heap to twice the live heap plus twice the headroom. Its pages are never
+// written, so they cost address space, not resident memory
+// (TestServeHeadroomNotResident); the garbage it lets accumulate raises
+// peak RSS by about its size. With 8 MiB a 1 GiB drain spends the same
+// CPU per GB as with 16 MiB (at 4 MiB: about 130 collections per GiB,
+// GODEBUG=gctrace=1, 5% of its CPU, and still the same CPU per GB), and
+// peaks about 5 MiB lower (BenchmarkMCPSSHDrain, BenchmarkServeMemory).
 //
 // A memory limit (GOMEMLIMIT) would cap the heap instead of giving it a
 // floor, and make the collector run without pause once the live heap
 // nears the cap; the headroom keeps the default pacing above it.
-const gcHeadroom = 16 << 20
+const gcHeadroom = 8 << 20
 
 // gcHeadroomSize is the headroom serve holds, and with it sets
 // gcMemoryLimit: none when GOGC or GOMEMLIMIT is set. A person who sets them has taken charge of the collector and gets
@@ -46,14 +48,16 @@ func gcHeadroomSize(getenv func(string) string) int {
 
 // gcMemoryLimit is the soft memory limit serve gives the runtime with the
 // headroom (which it counts). Many actions at once keep more live: 50
-// targets printing 20 MB each at once keep about 150 MiB (their SSH
-// channels' windows, the captures' hash buffers), and at the default
-// pacing the heap grows to twice that: 308 MiB peak RSS
-// (BenchmarkMCPExecManyMemory), against the 256 MiB we allow such a
-// fan-out. Past the limit the collector runs more often, within the
-// runtime's CPU cap for it; nothing fails. One drain stays far below it,
-// so its pacing is the headroom's.
-const gcMemoryLimit = 224 << 20
+// drains of 20 MB at once keep about 26 MiB live after a collection, and
+// at the default pacing the heap grew to five times that (139 MiB peak RSS
+// in BenchmarkServeMemory with a 224 MiB limit), against the 96 MiB we
+// allow such a fan-out. With this limit they peak at about 85-90 MiB and
+// collect 54 times instead of 36 in the same 5 s, with the collector at
+// 5% (GODEBUG=gctrace=1): the live heap stays far below the limit, so the
+// collector never runs without pause. Past the limit it runs more often,
+// within the runtime's CPU cap for it; nothing fails. One drain stays far
+// below it, so its pacing is the headroom's.
+const gcMemoryLimit = 88 << 20
 
 func (c *cli) serve(ctx context.Context, args []string) (err error) {
 	// Allocated first, before the heap has freed any pages: the runtime
