@@ -201,7 +201,11 @@ func TestCARefusedOldServer(t *testing.T) {
 	defer cancel()
 	err = newPool(t).Check(ctx, tg)
 	ln.Close()
-	<-served
+	select {
+	case <-served:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the old server's connection did not end within 30 s of the client's check")
+	}
 	var refused *AuthError
 	if !errors.As(err, &refused) || refused.ServerVersion != version {
 		t.Fatalf("got %v; want an *AuthError that recorded the version %q", err, version)
