@@ -69,7 +69,8 @@ import (
 // On a pseudo-terminal it is never armed: the command's stdin stays the
 // terminal, and the kernel hangs the session up when sshd closes it,
 // which sends HUP to the session leader: the supervisor stops its tree as
-// for a TERM; without one, what ignores HUP or left the session stays.
+// for a TERM. A terminal session (Terminal) runs its switch in a session
+// of its own instead (watchScript), which a network cut fires too.
 //
 // What is not verified: on a host without /proc (not Linux) only the
 // process group and the run id can be looked for, so a stop there is
