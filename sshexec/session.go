@@ -129,23 +129,30 @@ func (s *session) exec(t *Target, command string, stdin []byte, heartbeat time.D
 			s.ch.CloseWrite()
 			return
 		}
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-s.streamsDone:
-				return
-			case <-s.disarm:
-				s.ch.Write([]byte{'x'})
-				return
-			case <-tick.C:
-				if _, err := s.ch.Write([]byte{'.'}); err != nil {
-					return
-				}
-			}
-		}
+		heartbeats(s.ch, heartbeat, s.streamsDone, s.disarm)
 	}()
 	return nil
+}
+
+// heartbeats writes a heartbeat (".") to a dead-man switch's stdin w
+// every interval until end is closed or a write fails, or until disarm
+// is closed, when it stands the switch down ("x").
+func heartbeats(w io.Writer, interval time.Duration, end, disarm <-chan struct{}) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-end:
+			return
+		case <-disarm:
+			w.Write([]byte{'x'})
+			return
+		case <-tick.C:
+			if _, err := w.Write([]byte{'.'}); err != nil {
+				return
+			}
+		}
+	}
 }
 
 func (s *session) requests(reqs <-chan *ssh.Request) {

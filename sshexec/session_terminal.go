@@ -64,6 +64,10 @@ type Terminal struct {
 	// its shell instead: the session's processes cannot be verified.
 	Shell bool
 
+	// watchStop stands the dead-man switch down (see watch), which
+	// closes watchDone when it is done.
+	watchStop, watchDone chan struct{}
+
 	mu     sync.Mutex // input and window changes, in order
 	closed bool
 	waited atomic.Bool
@@ -89,7 +93,7 @@ func (l *Lease) StartTerminal(ctx context.Context, req TerminalRequest) (*Termin
 	out := &lockedWriter{w: req.Output}
 	r.stdout = &meter{run: r, w: out}
 	r.stderr = &meter{run: r, w: out}
-	t := &Terminal{r: r, ctx: ctx, start: r.start}
+	t := &Terminal{r: r, ctx: ctx, start: r.start, watchStop: make(chan struct{}), watchDone: make(chan struct{})}
 	fail := func(err error) (*Terminal, error) {
 		cancel(nil)
 		l.conn.release()
@@ -127,7 +131,45 @@ func (l *Lease) StartTerminal(ctx context.Context, req TerminalRequest) (*Termin
 	if err != nil {
 		return fail(err)
 	}
+	go t.watch()
 	return t, nil
+}
+
+// watch is the terminal's dead-man switch: a closed session hangs the
+// terminal up, but a network cut closes nothing, and the shell would
+// outlive the gateway. Once the wrapper's line tells its processes, it
+// runs watchScript in a session beside the terminal's and feeds it
+// heartbeats until Wait stands it down, after its own stop. Without that
+// line (a server that gave its shell) there is nothing it could find.
+func (t *Terminal) watch() {
+	defer close(t.watchDone)
+	r := t.r
+	select {
+	case <-r.s.pgidDecided:
+	case <-t.watchStop:
+		return
+	}
+	w := r.s.info()
+	if w.pid == 0 {
+		return
+	}
+	hb := r.target.keepalive()
+	command := watchScript(w, r.runID, heartbeatDeadline(hb))
+	ch, reqs, release, err := r.controlSession(t.ctx, command)
+	if err != nil {
+		return
+	}
+	defer release()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		ssh.DiscardRequests(reqs)
+	}()
+	if ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{command})); err == nil && ok {
+		heartbeats(ch, hb, nil, t.watchStop)
+	}
+	ch.Close()
+	<-drained
 }
 
 // open starts a session on ch: the terminal, then the request (exec with
@@ -220,6 +262,10 @@ func (t *Terminal) Wait() (*Result, error) {
 	r := t.r
 	defer r.conn.release()
 	defer r.cancel(nil)
+	defer func() {
+		close(t.watchStop)
+		<-t.watchDone
+	}()
 	res, err := r.wait(t.ctx, &Result{})
 	if res.RemoteStopped == nil && r.s.waitPGID(0) != 0 {
 		// The program ended by itself: what it left running (a job in

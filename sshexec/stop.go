@@ -220,25 +220,11 @@ func (r *run) control(script string) (int, string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout+r.target.keepalive())
 	defer cancel()
-	c := r.conn
-	if r.grant != nil {
-		// The run's certificate runs only its command: each control
-		// script logs in with one of its own.
-		var err error
-		if c, err = r.pool.certified(ctx, r.target, controlGrant(*r.grant, command)); err != nil {
-			return 0, "", err
-		}
-		defer c.release()
-	} else if !c.alive() {
-		var err error
-		if c, err = r.pool.conn(ctx, r.target); err != nil {
-			return 0, "", err
-		}
-	}
-	ch, reqs, err := c.open(ctx)
+	ch, reqs, release, err := r.controlSession(ctx, command)
 	if err != nil {
 		return 0, "", err
 	}
+	defer release()
 	defer context.AfterFunc(ctx, func() { ch.Close() })()
 	ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{command}))
 	if err != nil || !ok {
@@ -275,6 +261,32 @@ func (r *run) control(script string) (int, string, error) {
 		return 0, "", fmt.Errorf("run %q: no exit status", command)
 	}
 	return code, out.String(), nil
+}
+
+// controlSession opens a session for command beside the run's: on its
+// connection, or on a new one where it is gone, or, for a run under a
+// certificate that runs only its command, on a connection of its own with
+// a certificate for command. Call release once the session is done.
+func (r *run) controlSession(ctx context.Context, command string) (ssh.Channel, <-chan *ssh.Request, func(), error) {
+	c, release := r.conn, func() {}
+	if r.grant != nil {
+		var err error
+		if c, err = r.pool.certified(ctx, r.target, controlGrant(*r.grant, command)); err != nil {
+			return nil, nil, nil, err
+		}
+		release = c.release
+	} else if !c.alive() {
+		var err error
+		if c, err = r.pool.conn(ctx, r.target); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	ch, reqs, err := c.open(ctx)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return ch, reqs, release, nil
 }
 
 // maxControlOutput bounds what is kept of a control script's output.

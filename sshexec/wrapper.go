@@ -69,7 +69,8 @@ import (
 // On a pseudo-terminal it is never armed: the command's stdin stays the
 // terminal, and the kernel hangs the session up when sshd closes it,
 // which sends HUP to the session leader: the supervisor stops its tree as
-// for a TERM; without one, what ignores HUP or left the session stays.
+// for a TERM. A terminal session (Terminal) runs its switch in a session
+// of its own instead (watchScript), which a network cut fires too.
 //
 // What is not verified: on a host without /proc (not Linux) only the
 // process group and the run id can be looked for, so a stop there is
@@ -361,7 +362,7 @@ set --
 		trap '' HUP INT TERM
 		# KILL: the head it runs ignores TERM, as this subshell does,
 		# where timeout execs it (busybox's) rather than fork it.
-		__agw_t=; command -v timeout >/dev/null 2>&1 && __agw_t="timeout -s KILL @P@"
+		` + heartbeatTimeout + `
 		if [ -n "$__agw_f" ]; then
 			exec 4>"$__agw_f" # returns once the command opened its end
 			rm -f "$__agw_f"
@@ -397,8 +398,7 @@ set --
 		# A heartbeat is ".", and "x" (sent once a stop began, when the
 		# supervisor finishes it) disarms the switch.
 		[ -z "$__agw_b" ] &&
-		while __agw_b=$($__agw_t head -c 1 <&3) && [ "$__agw_b" = . ]; do :; done
-		[ "$__agw_b" = x ] && exit 0
+		` + heartbeatLoop + `
 		@ROOTFIRE@
 		kill -TERM -$__agw_pg $__agw_g $(__agw_procs pids) $(__agw_marked) 2>/dev/null
 		@FIRE@
@@ -418,6 +418,31 @@ if [ -n "$__agw_a" ]; then
 else
 	@RUN@
 fi`
+
+// heartbeatTimeout sets __agw_t, what bounds each heartbeat's read (to
+// @P@ seconds) where `timeout` exists, and heartbeatLoop reads
+// heartbeats (".") from fd 3 until one is late, the stream ends, or "x"
+// stands the switch down (it exits 0 then). Shared by the wrapper's
+// watcher and a terminal's (watchScript).
+const (
+	heartbeatTimeout = `__agw_t=; command -v timeout >/dev/null 2>&1 && __agw_t="timeout -s KILL @P@"`
+	heartbeatLoop    = `while __agw_b=$($__agw_t head -c 1 <&3) && [ "$__agw_b" = . ]; do :; done
+		[ "$__agw_b" = x ] && exit 0`
+)
+
+// watchScript is the dead-man switch of a terminal session, whose
+// wrapper cannot arm its own (the command's stdin is the terminal): run
+// in a session of its own beside the terminal's, it reads heartbeats on
+// its stdin, and when they stop for deadline or its session closes
+// (actiongw killed, the network cut), it sends TERM to the terminal's
+// processes (w's, see killScript) and KILL a second later. It ignores
+// the signals a closing session sends.
+func watchScript(w wrapperInfo, runID string, deadline time.Duration) string {
+	p := fmt.Sprint(int(deadline.Round(time.Second) / time.Second))
+	return "trap '' HUP INT PIPE TERM\nexec 3<&0 </dev/null >/dev/null 2>&1\n" +
+		strings.ReplaceAll(heartbeatTimeout, "@P@", p) + "\n" + heartbeatLoop + "\n" +
+		"(" + killScript("TERM", w, runID) + ")\nsleep 1\n(" + killScript("KILL", w, runID) + ")\nexit 0"
+}
 
 // The lines that set @ARM@: not armed; armed without stdin; armed with a
 // FIFO for stdin, or not armed when it cannot be made. The watcher reads
