@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/actiongw/actiongw/internal/testkit/sshtest"
+	"github.com/actiongw/actiongw/internal/testkit/testenv"
 )
 
 // TestTerminalDeadManSwitch cuts the network under a terminal session
@@ -25,23 +26,13 @@ func TestTerminalDeadManSwitch(t *testing.T) {
 			tg.noSubreaper = !sub
 			p := newPool(t)
 			marker := fmt.Sprintf("98702%d", i)
-			term, out, _ := startTerminal(t, p, tg, TerminalRequest{Command: "sleep " + marker})
-			deadline := time.Now().Add(30 * time.Second)
-			for ps(t, direct, target(s), marker) == "" {
-				if time.Now().After(deadline) {
-					t.Fatalf("the session's sleep never ran: %q", out.String())
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			term, _, _ := startTerminal(t, p, tg, TerminalRequest{Command: "sleep " + marker})
+			running := func() bool { return ps(t, direct, target(s), marker) != "" }
+			testenv.WaitFor(t, 30*time.Second, "the session's sleep to run", running)
 			px.cut()
-			deadline = time.Now().Add(60 * time.Second)
-			for left := ps(t, direct, target(s), marker); left != ""; left = ps(t, direct, target(s), marker) {
-				if time.Now().After(deadline) {
-					runCmd(t, direct, target(s), "pkill -f 'sleep "+marker+"'")
-					t.Fatalf("the session's processes outlived its network: %s", left)
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
+			t.Cleanup(func() { runCmd(t, direct, target(s), "pkill -f 'sleep "+marker+"' || true") })
+			testenv.WaitFor(t, 60*time.Second, "the session's processes to be gone once its network was cut",
+				func() bool { return !running() })
 			term.Wait()
 		})
 	}
