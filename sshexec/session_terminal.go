@@ -64,9 +64,11 @@ type Terminal struct {
 	// its shell instead: the session's processes cannot be verified.
 	Shell bool
 
-	// watchStop stands the dead-man switch down (see watch), which
-	// closes watchDone when it is done.
+	// watchStop ends the dead-man switch (see watch), which closes
+	// watchDone when it is done: it stands down when gone is set (the
+	// session's processes were verified gone), and fires otherwise.
 	watchStop, watchDone chan struct{}
+	gone                 atomic.Bool
 
 	mu     sync.Mutex // input and window changes, in order
 	closed bool
@@ -139,8 +141,10 @@ func (l *Lease) StartTerminal(ctx context.Context, req TerminalRequest) (*Termin
 // terminal up, but a network cut closes nothing, and the shell would
 // outlive the gateway. Once the wrapper's line tells its processes, it
 // runs watchScript in a session beside the terminal's and feeds it
-// heartbeats until Wait stands it down, after its own stop. Without that
-// line (a server that gave its shell) there is nothing it could find.
+// heartbeats until Wait ends it, after its own stop: it stands down when
+// that stop verified the processes gone, and fires otherwise, as it
+// would for a lost client. Without that line (a server that gave its
+// shell) there is nothing it could find.
 func (t *Terminal) watch() {
 	defer close(t.watchDone)
 	r := t.r
@@ -157,6 +161,9 @@ func (t *Terminal) watch() {
 	command := watchScript(w, r.runID, heartbeatDeadline(hb))
 	ch, reqs, release, err := r.controlSession(t.ctx, command)
 	if err != nil {
+		if t.ctx.Err() == nil {
+			r.conn.logger.Warn("could not arm the dead-man switch of a terminal session: a network cut would leave its processes running until the server's own keepalive gives up", "target", r.target.Name, "error", err)
+		}
 		return
 	}
 	defer release()
@@ -262,10 +269,6 @@ func (t *Terminal) Wait() (*Result, error) {
 	r := t.r
 	defer r.conn.release()
 	defer r.cancel(nil)
-	defer func() {
-		close(t.watchStop)
-		<-t.watchDone
-	}()
 	res, err := r.wait(t.ctx, &Result{})
 	if res.RemoteStopped == nil && r.s.waitPGID(0) != 0 {
 		// The program ended by itself: what it left running (a job in
@@ -277,6 +280,9 @@ func (t *Terminal) Wait() (*Result, error) {
 	if t.Shell && res.RemoteStopped != nil && !*res.RemoteStopped {
 		res.Unverified = "the server runs no commands (it refused the wrapper and gave its shell), so the session's processes cannot be found"
 	}
+	t.gone.Store(res.RemoteStopped != nil && *res.RemoteStopped)
+	close(t.watchStop)
+	<-t.watchDone
 	res.Duration = time.Since(t.start)
 	t.mu.Lock()
 	t.closed = true

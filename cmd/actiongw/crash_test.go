@@ -317,3 +317,30 @@ func TestServeStateDiskFull(t *testing.T) {
 	s.client.Close()
 	s.auditVerify(t)
 }
+
+// TestServeKilledStopsSessions kills serve with SIGKILL while two terminal
+// sessions are open: a shell that ignores the hang-up, with a job in the
+// background that ignores it too, and a program flooding its screen. The
+// hang-up alone would leave the first running; the dead-man switch of
+// each session must end them all.
+func TestServeKilledStopsSessions(t *testing.T) {
+	s := startServedWith(t, servedOptions{tables: sessionTarget})
+	shellPID, jobPID, floodPID := remotePIDFile(t), remotePIDFile(t), remotePIDFile(t)
+	shell := decode[gateway.SSHSessionOutput](t, s.call(t, "ssh_session_start", map[string]any{"target": "term", "command": "bash --norc --noprofile"}))
+	// The pid files, not the screen, tell that the line ran: the screen
+	// may hold back (see the gateway's heldMarker) what happens to begin
+	// a form of the target's key, until more output decides it.
+	s.call(t, "ssh_session_send", map[string]any{"handle": shell.Handle,
+		"text": "trap '' HUP; nohup sleep 1001 >/dev/null 2>&1 & echo $! > " + jobPID + "; echo $$ > " + shellPID,
+		"keys": []string{"Enter"}})
+	s.call(t, "ssh_session_start", map[string]any{"target": "term", "command": "echo $$ > " + floodPID + "; while :; do echo noise; done"})
+	pids := map[string]int{"shell": waitPID(t, shellPID), "background job": waitPID(t, jobPID), "flood": waitPID(t, floodPID)}
+	if err := syscall.Kill(s.client.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for name, pid := range pids {
+		if !sshtest.WaitGone(pid, 60*time.Second) {
+			t.Errorf("the session's %s (%d) still runs on the target after serve was killed", name, pid)
+		}
+	}
+}
