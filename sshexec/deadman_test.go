@@ -31,10 +31,10 @@ import (
 type proxy struct {
 	ln     net.Listener
 	to     string
-	cutCh  chan struct{}
-	once   sync.Once
 	mu     sync.Mutex
 	conns  []net.Conn
+	links  []chan struct{} // one a connection, closed to cut it
+	cutAll bool
 	closed bool
 	wg     sync.WaitGroup
 	// up counts the bytes forwarded from the client to the server;
@@ -51,7 +51,7 @@ func startProxy(t *testing.T, to string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, to: to, cutCh: make(chan struct{}), upReached: make(chan struct{})}
+	p := &proxy{ln: ln, to: to, upReached: make(chan struct{})}
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
 		p.kill()
@@ -80,36 +80,51 @@ func (p *proxy) accept() {
 			c.Close()
 			continue
 		}
-		if !p.track(c, s) {
+		cut, ok := p.track(c, s)
+		if !ok {
 			return
 		}
-		p.wg.Go(func() { p.pipe(s, c, &p.up) })
-		p.wg.Go(func() { p.pipe(c, s, nil) })
+		p.wg.Go(func() { p.pipe(s, c, &p.up, cut) })
+		p.wg.Go(func() { p.pipe(c, s, nil, cut) })
 	}
 }
 
-func (p *proxy) track(conns ...net.Conn) bool {
+// track keeps a connection's two ends, and returns the channel that
+// cuts it.
+func (p *proxy) track(conns ...net.Conn) (<-chan struct{}, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		for _, c := range conns {
 			c.Close()
 		}
-		return false
+		return nil, false
 	}
 	p.conns = append(p.conns, conns...)
-	return true
+	cut := make(chan struct{})
+	if p.cutAll {
+		close(cut)
+	}
+	p.links = append(p.links, cut)
+	return cut, true
+}
+
+// connections counts the connections made through the proxy.
+func (p *proxy) connections() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.links)
 }
 
 // pipe copies from src to dst until either closes, adding what it
-// forwards to count if it is not nil; after cut it reads and drops, so
-// neither end sees anything more and neither is closed.
-func (p *proxy) pipe(dst, src net.Conn, count *atomic.Int64) {
+// forwards to count if it is not nil; once cut closes it reads and
+// drops, so neither end sees anything more and neither is closed.
+func (p *proxy) pipe(dst, src net.Conn, count *atomic.Int64, cut <-chan struct{}) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		select {
-		case <-p.cutCh:
+		case <-cut:
 			if err != nil {
 				return
 			}
@@ -133,9 +148,35 @@ func (p *proxy) pipe(dst, src net.Conn, count *atomic.Int64) {
 	}
 }
 
+// cut cuts the network: no new connection, and nothing more through
+// any, none of which is closed.
 func (p *proxy) cut() {
 	p.ln.Close()
-	p.once.Do(func() { close(p.cutCh) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cutAll {
+		p.cutAll = true
+		for _, c := range p.links {
+			p.cutLink(c)
+		}
+	}
+}
+
+// cutOne cuts the i-th connection alone, and takes new ones no more.
+func (p *proxy) cutOne(i int) {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutLink(p.links[i])
+}
+
+// cutLink closes c once; p.mu is held.
+func (p *proxy) cutLink(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
 }
 
 func (p *proxy) kill() {

@@ -173,7 +173,10 @@ func (t *Terminal) watch() {
 		ssh.DiscardRequests(reqs)
 	}()
 	if ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{command})); err == nil && ok {
-		heartbeats(ch, hb, nil, t.watchStop)
+		heartbeats(ch, hb, t.watchStop, nil)
+		if t.gone.Load() {
+			ch.Write([]byte{'x'}) // stand down
+		}
 	}
 	ch.Close()
 	<-drained
