@@ -107,7 +107,7 @@ const (
 	quiet = 300 * time.Millisecond
 	// lookEvery is the shortest time between two looks at the screen
 	// for wait_for.
-	lookEvery = 50 * time.Millisecond
+	lookEvery = 2 * time.Millisecond
 	// recentBytes bounds the output kept for the next send's result.
 	recentBytes = 64 << 10
 )
