@@ -279,19 +279,19 @@ func (k *sshSession) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64
 	k.scr = screen.New(k.cols, k.rows)
 	defer k.scr.Close()
 	k.rec = newRecorder(w[1], k.cols, k.rows)
-	red := k.g.red.Load()
-	recorded := red.NewStream(k.rec.output)
+	// One redaction for the screen, the next send's output and the
+	// recording: they show the same bytes, decided at the same time.
 	k.shown = &shownStream{}
-	k.shown.stream = red.NewStream(func(b []byte) {
+	k.shown.stream = k.g.red.Load().NewStream(func(b []byte) {
 		k.shown.emitted++ // under k.shown.mu: the stream emits inside Write
 		k.scr.Write(b)
 		k.keepRecent(b)
+		k.rec.output(b)
 	})
 	// The screen first: a waiter woken by the transcript's bytes finds
 	// them on the screen.
 	tee := writerFunc(func(p []byte) (int, error) {
 		k.shown.Write(p)
-		recorded.Write(p)
 		return w[0].Write(p)
 	})
 	var typed []screen.Secret
@@ -311,11 +311,6 @@ func (k *sshSession) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64
 	cut := res == nil || res.Status != sshexec.StatusExited
 	guard.Close(cut)
 	k.shown.end(cut)
-	if cut {
-		recorded.Cut()
-	} else {
-		recorded.Close()
-	}
 	snap := k.screenText()
 	k.mu.Lock()
 	k.final = &snap
@@ -331,8 +326,8 @@ func (k *sshSession) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64
 	return e
 }
 
-// shownStream is the redacted stream the screen and the sends' output
-// are fed. It holds back what could begin a secret for as long as every
+// shownStream is the redacted stream the screen, the sends' output and
+// the recording are fed. It holds back what could begin a secret for as long as every
 // stream does, however long the output pauses: a secret printed in two
 // parts with a pause between is whole when it is decided, and neither
 // part is ever shown. What it holds is shown at a look as heldMarker

@@ -42,8 +42,10 @@ func (r *recorder) event(code, data string) {
 func (r *recorder) output(b []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b = append(r.carry, b...)
-	r.carry = nil
+	if len(r.carry) > 0 {
+		b = append(r.carry, b...)
+		r.carry = nil
+	}
 	// A character cut at the end waits for its rest (at most 3 bytes).
 	for i := len(b) - 1; i >= max(0, len(b)-3); i-- {
 		if utf8.RuneStart(b[i]) {
