@@ -29,6 +29,7 @@ func TestTerminalDeadManSwitch(t *testing.T) {
 			term, _, _ := startTerminal(t, p, tg, TerminalRequest{Command: "sleep " + marker})
 			running := func() bool { return ps(t, direct, target(s), marker) != "" }
 			testenv.WaitFor(t, 30*time.Second, "the session's sleep to run", running)
+			testenv.WaitFor(t, 30*time.Second, "the watcher to read heartbeats", func() bool { return ps(t, direct, target(s), "head.-c.1") != "" })
 			px.cut()
 			t.Cleanup(func() { runCmd(t, direct, target(s), "pkill -f 'sleep "+marker+"' || true") })
 			testenv.WaitFor(t, 60*time.Second, "the session's processes to be gone once its network was cut",
@@ -54,6 +55,9 @@ func TestTerminalDeadManSwitchCA(t *testing.T) {
 	term, _, _ := startTerminal(t, newPool(t), tg, TerminalRequest{Command: "sleep " + marker})
 	running := func() bool { return ps(t, direct, cs.target(), marker) != "" }
 	testenv.WaitFor(t, 30*time.Second, "the session's sleep to run", running)
+	// Its connection and certificate come after the terminal's: a cut
+	// before it reads heartbeats would leave nothing to fire.
+	testenv.WaitFor(t, 30*time.Second, "the watcher to read heartbeats", func() bool { return ps(t, direct, cs.target(), "head.-c.1") != "" })
 	px.cut()
 	t.Cleanup(func() { runCmd(t, direct, cs.target(), "pkill -f 'sleep "+marker+"' || true") })
 	testenv.WaitFor(t, 60*time.Second, "the session's processes to be gone once its network was cut",
