@@ -84,20 +84,26 @@ func processCPU(b *testing.B) time.Duration {
 // BenchmarkRoundTrip runs `true` on a warm connection and reports the
 // median and 95th percentile. In each iteration it also runs `true` in a
 // bare x/crypto session on the same connection (raw-): the server's own
-// cost of a session, which sshexec cannot go below.
+// cost of a session, which sshexec cannot go below; and through sshexec
+// on a target whose wrapper does not use the host's perl (nosub-), which
+// tells what the subreaper supervisor costs of the difference.
 func BenchmarkRoundTrip(b *testing.B) {
 	s := sshtest.Start(b, sshtest.Options{})
 	p := NewPool(nil)
 	defer p.Close()
 	tg := target(s)
-	if _, err := p.Run(context.Background(), tg, Request{Command: "true"}); err != nil {
-		b.Fatal(err)
+	noSub := target(s)
+	noSub.noSubreaper = true
+	for _, t := range []*Target{tg, noSub} {
+		if _, err := p.Run(context.Background(), t, Request{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	c, err := p.conn(context.Background(), tg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var d, raw []time.Duration
+	var d, raw, nosub []time.Duration
 	for b.Loop() {
 		start := time.Now()
 		res, err := p.Run(context.Background(), tg, Request{Command: "true"})
@@ -116,9 +122,16 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 		sess.Close()
 		raw = append(raw, time.Since(start))
+
+		start = time.Now()
+		if res, err := p.Run(context.Background(), noSub, Request{Command: "true"}); err != nil || res.Status != StatusExited {
+			b.Fatalf("without the supervisor: got %+v, %v", res, err)
+		}
+		nosub = append(nosub, time.Since(start))
 	}
 	reportPercentiles(b, "", d)
 	reportPercentiles(b, "raw-", raw)
+	reportPercentiles(b, "nosub-", nosub)
 }
 
 // BenchmarkCancel measures from cancelling a running `sleep` to its
