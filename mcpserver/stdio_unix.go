@@ -24,7 +24,8 @@ func TakeStdout() (*os.File, error) {
 // TakeStdin returns standard input for the transport and points file
 // descriptor 0 at /dev/null, so nothing else can consume protocol bytes. A
 // pipe or socket is switched to non-blocking mode so Serve can interrupt a
-// blocked read when its context ends.
+// blocked read when its context ends; a pipe is widened where the system
+// allows (widenPipe).
 func TakeStdin() (*os.File, error) {
 	null, err := os.Open(os.DevNull)
 	if err != nil {
@@ -35,6 +36,7 @@ func TakeStdin() (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("taking stdin: %w", err)
 	}
+	widenPipe(f)
 	return f, nil
 }
 

@@ -10,8 +10,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -396,6 +398,10 @@ func TestServeFiles(t *testing.T) {
 	})
 
 	t.Run("bad input", func(t *testing.T) {
+		// Large enough to be lifted out of its frame, and sent as it is
+		// decoded had it been base64 throughout.
+		big := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xfb, 7, 0}, 200<<10))
+		bigBad := big[:len(big)/2] + "*" + big[len(big)/2+1:]
 		for _, tt := range []struct {
 			name string
 			args map[string]any
@@ -405,6 +411,7 @@ func TestServeFiles(t *testing.T) {
 			{"decimal mode", map[string]any{"mode": "rw-r--r--", "content": "x"}, "octal"},
 			{"unknown encoding", map[string]any{"encoding": "hex", "content": "78"}, "utf8"},
 			{"bad base64", map[string]any{"encoding": "base64", "content": "!!!"}, "not valid base64"},
+			{"bad base64 deep inside", map[string]any{"encoding": "base64", "content": bigBad}, fmt.Sprintf("not valid base64 (standard alphabet, with padding): illegal base64 data at input byte %d", len(big)/2)},
 			{"content and from_handle", map[string]any{"content": "x", "from_handle": "out-x", "from_stream": "body"}, "not both"},
 			{"from_handle without stream", map[string]any{"from_handle": "out-x"}, "from_stream"},
 			{"nothing to upload", map[string]any{}, "content"},
@@ -421,6 +428,9 @@ func TestServeFiles(t *testing.T) {
 			if text := resultText(r); !r.IsError || !strings.Contains(text, tt.want) {
 				t.Errorf("%s: %s; want an error saying %q", tt.name, text, tt.want)
 			}
+		}
+		if _, err := os.Lstat(s.allowed("bad.txt")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a refused upload left its file: %v", err)
 		}
 		r, _ := download("files", s.allowed(""))
 		if text := resultText(r); !r.IsError || !strings.Contains(text, "directory") {
