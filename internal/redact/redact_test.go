@@ -168,11 +168,11 @@ func redactChunked(r *Redactor, in []byte, sizes []int) []byte {
 	return out
 }
 
-// refForm is a pattern as the reference sees it: its text, its marker and
-// its hold (see form).
+// refForm is a pattern as the reference sees it: its text, its marker,
+// its hold and its head (see form).
 type refForm struct {
 	text, marker []byte
-	hold         int
+	hold, head   int
 }
 
 // referenceForms lists the forms of secrets in New's order: names sorted,
@@ -184,7 +184,7 @@ func referenceForms(secrets map[string][]byte) []refForm {
 		for _, f := range forms(secrets[name]) {
 			if !seen[f.text] {
 				seen[f.text] = true
-				refs = append(refs, refForm{[]byte(f.text), []byte("[REDACTED:" + name + "]"), f.hold})
+				refs = append(refs, refForm{[]byte(f.text), []byte("[REDACTED:" + name + "]"), f.hold, f.head})
 			}
 		}
 	}

@@ -142,9 +142,9 @@ func (w *Stream) release() {
 // them, and a pending one that begins no pattern, are emitted.
 func (w *Stream) Cut() {
 	defer w.release()
-	breaks, h := w.pending()
-	if h != nil {
-		breaks = append(breaks, h.shortest.replacement...)
+	breaks, p := w.pending()
+	if p != nil {
+		breaks = append(breaks, p.replacement...)
 	}
 	if len(breaks) > 0 {
 		w.emit(breaks)
@@ -162,12 +162,13 @@ func (w *Stream) Cut() {
 // the stream goes on to decide the bytes as if it had not been asked.
 // The result is the caller's.
 func (w *Stream) Pending() (breaks []byte, held bool) {
-	breaks, h := w.pending()
-	return breaks, h != nil
+	breaks, p := w.pending()
+	return breaks, p != nil
 }
 
-// pending is Pending, with the head that holds the bytes.
-func (w *Stream) pending() ([]byte, *head) {
+// pending is Pending, with the pattern whose marker replaces the held
+// bytes at a cut (see Redactor.heldBy).
+func (w *Stream) pending() ([]byte, *pattern) {
 	if len(w.carry) == 0 {
 		return nil, nil
 	}
@@ -180,8 +181,8 @@ func (w *Stream) pending() ([]byte, *head) {
 		breaks = append(breaks, held[:x]...)
 		held = held[x:]
 	}
-	if h := w.r.heldBy(v.y); len(v.y) > 0 && h != nil {
-		return breaks, h
+	if _, p := w.r.heldBy(v.y); len(v.y) > 0 && p != nil {
+		return breaks, p
 	}
 	return append(breaks, held...), nil
 }
