@@ -263,9 +263,9 @@ func FuzzNoOracle(f *testing.F) {
 		other := slices.Clone(secret)
 		changed := false
 		for i := publicLen(secret) + headLen; i < len(other); i++ {
-			if m := mutate[i%max(len(mutate), 1)]; len(mutate) > 0 && m != 0 {
-				other[i] ^= m
-				changed = changed || m != 0
+			if len(mutate) > 0 && mutate[i%len(mutate)] != 0 {
+				other[i] ^= mutate[i%len(mutate)]
+				changed = true
 			}
 		}
 		if !changed || bytes.ContainsAny(other, "\r\n") {

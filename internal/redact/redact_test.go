@@ -342,6 +342,7 @@ func FuzzRedactStream(f *testing.F) {
 	// Long secrets take the widest stride of the scan.
 	f.Add(bytes.Repeat([]byte("log line \xfe and more text\n"), 40), []byte("0123456789abcdefghijKLMN\xffzyxwvutsrqponmlkjihgfedcba9876\xff+/+/+/+/+/+/+/+/+/+/+/+/"), []byte{13, 200, 1})
 	f.Add([]byte("t=\xfe xoxb-1765-1987-pdFZKVe"), []byte("xoxb-1765-1987-pdFZKVeTuE8sk7oO"), []byte{4})
+	f.Add([]byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5 \xfe 6233426c626e4e7a \xfc\x10"), []byte(pemSeed), []byte{5, 40})
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte) {
 		secrets, forms, in := fuzzInput(data, secretBlob)
 		if secrets == nil {

@@ -272,6 +272,10 @@ func referenceCut(in []byte, forms []refForm) []byte {
 	return append(out, in[len(in)-pend:]...)
 }
 
+// pemSeed is a short PEM block of an OpenSSH key's kind, for the fuzz
+// seeds: its armour and its body's magic are public (see publicLen).
+const pemSeed = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----\n"
+
 const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"
 
 // FuzzRedactCut cuts a stream at any point. The output is what
@@ -282,6 +286,9 @@ func FuzzRedactCut(f *testing.F) {
 	f.Add([]byte("Authorization: \xfd\x03"), []byte("ghp_0123456789abcdef"), []byte{5}, uint16(20))
 	f.Add([]byte("t=\xfe xoxb-1765-1987-pdFZKVe"), []byte("xoxb-1765-1987-pdFZKVeTuE8sk7oO"), []byte{4}, uint16(33))
 	f.Add([]byte("wrapped \xfc\x83 and \xfc\x05\n"), []byte("s3cr3t-token-0123\xffanother-one"), []byte{2, 9}, uint16(40))
+	// A key's public prefix, and its hex, with and without the 3 bytes
+	// after it that begin a hold.
+	f.Add([]byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5 \xfe 6233426c626e4e7a6143317a5a5874 b3BlbnNzaC1rZXktdjEAAAx"), []byte(pemSeed), []byte{7, 30}, uint16(150))
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte, cut uint16) {
 		secrets, forms, in := fuzzInput(data, secretBlob)
 		if secrets == nil {
