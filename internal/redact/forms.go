@@ -32,6 +32,13 @@ import (
 // value, such as one line of a key, is not a pattern of its own. A
 // redactor that replaced parts would tell, by whether it replaced them,
 // whether a guess of a part was right, and so the whole part by part.
+//
+// A pattern's public prefix is the bytes of it that are the same for
+// every value of its kind: those of a PEM begin line with its line end,
+// and of the base64 of "openssh-key-v1\x00" that an OpenSSH key's body
+// begins with, in whatever form the pattern is (see publicLen); none for
+// any other value. A stream holds bytes back only once they agree with a
+// pattern's public prefix and 3 bytes more (see Stream).
 func Forms(value []byte) []string {
 	var texts []string
 	for _, f := range forms(value) {
