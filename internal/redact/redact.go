@@ -292,9 +292,10 @@ type trieNode struct {
 	next map[uint32]*trieNode
 }
 
-// insert puts p in r's trie and leads, and its head in heads, or in
-// longs, by its bytes, and in heads' long, when it is longer than 3
-// bytes.
+// insert puts p in r's trie and leads, and its head in heads by its
+// first 1 to 3 bytes: there, a head longer than 3 bytes (see form) is a
+// longHead, one for all the patterns of that head (kept in longs by its
+// bytes), in the long of those heads.
 func (r *Redactor) insert(p *pattern, heads map[uint32]*head, longs map[string]*longHead) {
 	v := uint16(p.value[0])<<8 | uint16(p.value[1])
 	r.leads[v/64] |= 1 << (v % 64)
