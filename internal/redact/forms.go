@@ -2,10 +2,10 @@ package redact
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -32,6 +32,13 @@ import (
 // value, such as one line of a key, is not a pattern of its own. A
 // redactor that replaced parts would tell, by whether it replaced them,
 // whether a guess of a part was right, and so the whole part by part.
+//
+// A pattern's public prefix is the bytes of it that are the same for
+// every value of its kind: those of a PEM begin line with its line end,
+// and of the base64 of "openssh-key-v1\x00" that an OpenSSH key's body
+// begins with, in whatever form the pattern is (see publicLen); none for
+// any other value. A stream holds bytes back only once they agree with a
+// pattern's public prefix and 3 bytes more (see Stream).
 func Forms(value []byte) []string {
 	var texts []string
 	for _, f := range forms(value) {
@@ -46,39 +53,160 @@ func Forms(value []byte) []string {
 // up to 6 times as long (\u00XX for a byte) and its URL escapes 3 times,
 // by how many of its bytes they escape; a hold as long as the pattern
 // would tell that.
+//
+// head is how many of its first bytes the bytes of a stream must agree
+// with, as far as they go, to be held: its public prefix, the bytes that
+// are the same for every value of its kind (see publicLen), and 3 bytes
+// more, or the whole pattern if it is shorter. Bytes that only agree with
+// the public prefix tell nothing of a secret, and a hold that began there
+// would stall every output that holds them ("623", hex of the start of
+// every OpenSSH key's body).
 type form struct {
-	text string
-	hold int
+	text       string
+	hold, head int
 }
 
-// forms is Forms with the holds, sorted by text; a text two values give
-// keeps the longer hold.
+// headLen is how many bytes of a form are its head beyond its public
+// prefix; see form.
+const headLen = 3
+
+// forms is Forms with the holds and heads, sorted by text; a text two
+// values give keeps the longer hold and the shorter head.
 func forms(value []byte) []form {
 	if len(value) < MinSecretLen {
 		return nil
 	}
 	var out []form
-	add := func(hold int, texts ...string) {
-		for _, t := range texts {
-			// Its first line may begin a line of base64 characters of the
-			// input, or end one of any other bytes (see join.go).
-			for _, pure := range []bool{true, false} {
-				if f := normalize([]byte(t), pure); len(f) >= MinSecretLen {
-					out = append(out, form{string(f), max(hold, len(f))})
+	for _, v := range wholes(value) {
+		// The value with the bytes after its public prefix changed, in
+		// two ways (see alterations): a form's public prefix is as long
+		// as it agrees with both of their forms.
+		alts := alterations(v, publicLen(v))
+		for _, e := range encodings(v) {
+			texts := e.encode(v)
+			var altTexts [][]string
+			for _, a := range alts {
+				altTexts = append(altTexts, e.encode(a))
+			}
+			for i, t := range texts {
+				// Its first line may begin a line of base64 characters of
+				// the input, or end one of any other bytes (see join.go).
+				for _, pure := range []bool{true, false} {
+					f := normalize([]byte(t), pure)
+					if len(f) < MinSecretLen {
+						continue
+					}
+					public := 0
+					if len(alts) > 0 {
+						public = len(f)
+						for _, a := range altTexts {
+							public = min(public, commonPrefix(f, normalize([]byte(a[i]), pure)))
+						}
+					}
+					out = append(out, form{string(f), max(e.hold, len(f)), min(len(f), public+headLen)})
 				}
 			}
 		}
 	}
-	for _, v := range wholes(value) {
-		add(6*len(v), string(v))
-		add(6*len(v), jsonForms(v)...)
-		add(6*len(v), urlForms(v)...)
-		// The lengths of these are the value's length's alone.
-		add(0, hex.EncodeToString(v), strings.ToUpper(hex.EncodeToString(v)))
-		add(0, base64Forms(v)...)
+	slices.SortFunc(out, func(a, b form) int { return strings.Compare(a.text, b.text) })
+	merged := out[:0]
+	for _, f := range out {
+		if n := len(merged); n > 0 && merged[n-1].text == f.text {
+			merged[n-1].hold = max(merged[n-1].hold, f.hold)
+			merged[n-1].head = min(merged[n-1].head, f.head)
+			continue
+		}
+		merged = append(merged, f)
 	}
-	slices.SortFunc(out, func(a, b form) int { return cmp.Or(strings.Compare(a.text, b.text), b.hold-a.hold) })
-	return slices.CompactFunc(out, func(a, b form) bool { return a.text == b.text })
+	return merged
+}
+
+// encoding is one way forms encodes a value: the texts it gives, as many
+// for every value as long as the one it was made for, and their hold.
+type encoding struct {
+	hold   int
+	encode func(v []byte) []string
+}
+
+// encodings lists the encodings of v: raw, JSON in the styles that make
+// a difference for v, URL escapes, hex in both cases, and base64.
+func encodings(v []byte) []encoding {
+	styles := jsonStyles(v)
+	return []encoding{
+		{6 * len(v), func(v []byte) []string { return []string{string(v)} }},
+		{6 * len(v), func(v []byte) []string {
+			var texts []string
+			for _, st := range styles {
+				texts = append(texts, string(appendJSON(nil, v, st)))
+			}
+			return texts
+		}},
+		{6 * len(v), urlForms},
+		// The lengths of these are the value's length's alone.
+		{0, func(v []byte) []string {
+			return []string{hex.EncodeToString(v), strings.ToUpper(hex.EncodeToString(v))}
+		}},
+		{0, base64Forms},
+	}
+}
+
+// pemBegin is a PEM (RFC 7468) begin line of a label of capitals, digits
+// and spaces, with its line end: what a block of a private key begins
+// with.
+var pemBegin = regexp.MustCompile(`^-----BEGIN [A-Z0-9 ]+-----\r?\n`)
+
+// opensshMagic is the base64 of "openssh-key-v1\x00", the first 15 bytes
+// of every OpenSSH private key: its body begins with it.
+var opensshMagic = []byte(base64.StdEncoding.EncodeToString([]byte("openssh-key-v1\x00")))
+
+// publicLen is how many of v's first bytes are the same for every value
+// of its kind, and so tell nothing of it: a PEM begin line with its line
+// end, which says what the block is, and after it (or alone, as a bare
+// body) opensshMagic. The rule is kept small: a longer public prefix
+// (an OpenSSH key's cipher and key type) would save little, and a wider
+// one (any armour-like first line) would make a secret's first line
+// public. 0 for any other value.
+func publicLen(v []byte) int {
+	n := 0
+	if m := pemBegin.FindIndex(v); m != nil {
+		n = m[1]
+	}
+	if bytes.HasPrefix(v[n:], opensshMagic) {
+		n += len(opensshMagic)
+	}
+	return n
+}
+
+// alterations returns v with every byte after its first public ones
+// changed, in two ways, or nil when public is 0. A form's public prefix
+// is as long as it agrees with the same form of both: raw, JSON and URL
+// escapes write a byte as itself or as an escape that begins with "\\"
+// or "%", and the first way writes a plain letter, unlike both; hex and
+// base64 write a byte's bits in order, and the second way flips them
+// all. So their forms part from v's where v's form first depends on a
+// byte past the public ones, whatever that byte is.
+func alterations(v []byte, public int) [][]byte {
+	if public == 0 {
+		return nil
+	}
+	letter, flipped := slices.Clone(v), slices.Clone(v)
+	for i := public; i < len(v); i++ {
+		letter[i] = 'a'
+		if v[i] == 'a' {
+			letter[i] = 'b'
+		}
+		flipped[i] = ^v[i]
+	}
+	return [][]byte{letter, flipped}
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // wholes lists the values Forms encodes: the value, without trailing line
@@ -211,9 +339,9 @@ type jsonStyle struct {
 	upper bool // upper-case hex in \u escapes (Jackson, .NET)
 }
 
-// jsonForms lists v inside a JSON string, without the quotes, in every
-// combination of jsonStyle that makes a difference for v.
-func jsonForms(v []byte) []string {
+// jsonStyles lists the combinations of jsonStyle that make a
+// difference for v: v inside a JSON string is written in each of them.
+func jsonStyles(v []byte) []jsonStyle {
 	var slash, html, ascii, escapes bool
 	for _, c := range v {
 		slash = slash || c == '/'
@@ -223,15 +351,15 @@ func jsonForms(v []byte) []string {
 	}
 	// Upper-case hex matters only where there are \u escapes.
 	upper := escapes || html || ascii
-	var forms []string
+	var styles []jsonStyle
 	for bits := range 16 {
 		st := jsonStyle{html: bits&1 != 0, slash: bits&2 != 0, ascii: bits&4 != 0, upper: bits&8 != 0}
 		if st.html && !html || st.slash && !slash || st.ascii && !ascii || st.upper && !upper {
 			continue // the same as a style without that knob
 		}
-		forms = append(forms, string(appendJSON(nil, v, st)))
+		styles = append(styles, st)
 	}
-	return forms
+	return styles
 }
 
 // appendJSON escapes src as a JSON string body in style st. Control

@@ -239,3 +239,45 @@ func TestRedactPEMKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFormHeads checks the heads of some forms (see form): a secret with
+// no public prefix is held by its first 3 bytes; a key by its public
+// prefix (its armour and the magic its body begins with) and 3 bytes
+// more, in every form, so that no form of it is held by bytes that every
+// key of its kind begins with alone.
+func TestFormHeads(t *testing.T) {
+	key := opensshKey(t, 3)
+	armour := len("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+	body := key[armour:]
+	heads := map[string]int{}
+	for _, v := range [][]byte{[]byte(token), []byte(hostile), key} {
+		for _, f := range forms(v) {
+			heads[f.text] = f.head
+		}
+	}
+	tests := []struct {
+		name, text string
+		head       int
+	}{
+		{"a token", token, headLen},
+		{"a token's hex", hex.EncodeToString([]byte(token)), headLen},
+		{"a password's JSON", string(mustJSON(hostile)[1 : len(mustJSON(hostile))-1]), headLen},
+		{"a key", string(bytes.TrimRight(key, "\n")), armour + len(opensshMagic) + headLen},
+		{"a key's body", string(bytes.ReplaceAll(bytes.TrimRight(body[:bytes.Index(body, []byte("-----"))], "\n"), []byte("\n"), nil)), len(opensshMagic) + headLen},
+		{"a key's hex", hex.EncodeToString(bytes.TrimRight(key, "\n")), 2*(armour+len(opensshMagic)) + headLen},
+		{"a key's base64", base64.RawStdEncoding.EncodeToString(bytes.TrimRight(key, "\n")), (armour+len(opensshMagic))*8/6 + headLen},
+		{"a key's JSON", strings.Trim(string(mustJSON(string(bytes.TrimRight(key, "\n")))), `"`), armour + 1 + len(opensshMagic) + headLen},
+	}
+	for _, tt := range tests {
+		// As the redactor matches it: without its base64 lines' breaks.
+		text := string(normalize([]byte(tt.text), false))
+		if got, ok := heads[text]; !ok || got != tt.head {
+			t.Errorf("%s: head %d (a form: %v); want %d", tt.name, got, ok, tt.head)
+		}
+	}
+	for _, f := range forms(key) {
+		if f.head <= headLen {
+			t.Errorf("the key's form %.40q… has a head of %d bytes; want its public prefix in it", f.text, f.head)
+		}
+	}
+}

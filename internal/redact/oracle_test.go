@@ -17,9 +17,11 @@ import (
 // output built from pieces of S (prefixes, suffixes, inner parts, in any
 // encoding the redactor knows, split across writes and lines, ended by a
 // close or a cut), what the agent sees is the same when the gateway holds
-// S and when it holds any S' as long that shares S's first 3 bytes (and,
-// for a key, the first 3 of its body, which every key of a kind shares)
-// and differs after: unless the output holds a whole form of S or of S'.
+// S and when it holds any S' as long that shares S's public prefix (see
+// publicLen: for a key, its armour and the magic its body begins with,
+// which every key of its kind shares) and 3 bytes more (for a key, the
+// first 3 of its body after those) and differs after: unless the output
+// holds a whole form of S or of S'.
 // The agent learns nothing from a guess but whether it was the whole
 // secret. (How long a stream holds bytes back grows with the length of
 // the secret they may begin: see form.)
@@ -65,7 +67,7 @@ func holdsWhole(out []byte, forms []string) bool {
 }
 
 // oraclePair is a redactor of a secret and one of another that shares
-// its first 3 bytes, both under the name "s".
+// its public prefix and 3 bytes more, both under the name "s".
 type oraclePair struct {
 	forms      []string // of both
 	rs, rother *Redactor
@@ -92,7 +94,7 @@ func (p *oraclePair) check(t *testing.T, out []byte, writes []int) {
 		return
 	}
 	if a, b := observe(p.rs, out, writes), observe(p.rother, out, writes); !slices.Equal(a.running, b.running) || a.closed != b.closed || a.cut != b.cut {
-		t.Fatalf("output %q, writes %v: the agent sees %+v with the secret, %+v with another that shares its first 3 bytes", out, writes, a, b)
+		t.Fatalf("output %q, writes %v: the agent sees %+v with the secret, %+v with another that shares its head", out, writes, a, b)
 	}
 }
 
@@ -184,6 +186,9 @@ func TestNoOracle(t *testing.T) {
 		key, other := keyPair(rng, kind.kind, kind.n, kind.width)
 		pairs = append(pairs, pair{"a " + kind.kind, string(key), string(other)})
 	}
+	// Two real keys share far more than their public prefix (the key
+	// type, the length of the public key) and part at the public key.
+	pairs = append(pairs, pair{"an OpenSSH Ed25519 key", string(opensshKey(t, 1)), string(opensshKey(t, 2))})
 	for _, p := range pairs {
 		t.Run(p.name, func(t *testing.T) {
 			outs := piecesOf([]byte(p.s))
@@ -245,7 +250,8 @@ func TestPartsAreNoPatterns(t *testing.T) {
 // the low 3 bits pick what comes next (a prefix, a suffix, an inner part,
 // a filler byte, a line break, a write boundary, a whole form of the
 // secret but one byte), the rest its length and encoding. mutate makes
-// the other secret from the first one's bytes after 3.
+// the other secret from the first one's bytes after its public prefix
+// and 3 more.
 func FuzzNoOracle(f *testing.F) {
 	f.Add([]byte(token), []byte{7, 1}, []byte{0x18, 0x21, 0x05, 0x4a})
 	f.Add([]byte("hunter2hunter2"), []byte{1}, []byte{0x08, 0x10, 0x20, 0x06})
@@ -256,14 +262,14 @@ func FuzzNoOracle(f *testing.F) {
 		}
 		other := slices.Clone(secret)
 		changed := false
-		for i := 3; i < len(other); i++ {
-			if m := mutate[i%max(len(mutate), 1)]; len(mutate) > 0 && m != 0 {
-				other[i] ^= m
-				changed = changed || m != 0
+		for i := publicLen(secret) + headLen; i < len(other); i++ {
+			if len(mutate) > 0 && mutate[i%len(mutate)] != 0 {
+				other[i] ^= mutate[i%len(mutate)]
+				changed = true
 			}
 		}
 		if !changed || bytes.ContainsAny(other, "\r\n") {
-			t.Skip("the other secret must differ after its first 3 bytes, on one line")
+			t.Skip("the other secret must differ after its head, on one line")
 		}
 		var out []byte
 		writes := []int{}

@@ -60,7 +60,8 @@ type Redactor struct {
 	trie map[uint32]*trieNode
 	// heads maps the first 1 to 3 bytes of every pattern (see headKey) to
 	// what the patterns that start with them hold back: what a stream's
-	// last bytes could begin.
+	// last bytes could begin. A pattern with a public prefix (see form)
+	// is in it as a longHead.
 	heads headTable
 	// leads has one bit per pattern's first 2 bytes: a clear bit rules
 	// out a head with one load (see heldBy).
@@ -85,8 +86,9 @@ type pattern struct {
 	order int
 	// secret is the index of its secret's name in Redactor.names.
 	secret int
-	// hold is how many bytes from its start a stream holds (see form).
-	hold int
+	// hold is how many bytes from its start a stream holds, and head how
+	// many of its first bytes decide that it does (see form).
+	hold, head int
 }
 
 // shorter reports whether p is preferred to q as the pattern a prefix
@@ -132,12 +134,23 @@ func prefixHash(v uint32) uint32 { return (v * 0x9E3779B1) >> (32 - filterLog) }
 // head is what the patterns that start with the same 1 to 3 bytes hold
 // back in a stream (see at).
 type head struct {
-	// shortest is the shortest of them: its marker replaces held bytes
-	// at a cut.
+	// shortest is the shortest of those whose head is their first 3
+	// bytes (see form), or nil: its marker replaces held bytes at a cut.
 	shortest *pattern
 	// hold is the longest hold of them (see form): bytes that begin
 	// with the head are held until that many have arrived.
 	hold int
+	// long are the heads of those with a longer head, a public prefix
+	// and 3 bytes more: few, the forms of a key's armour and body.
+	long []*longHead
+}
+
+// longHead is what the patterns of one head longer than 3 bytes hold
+// back: bytes that agree with head, as far as they go.
+type longHead struct {
+	head     []byte
+	shortest *pattern
+	hold     int
 }
 
 // headTable holds heads by headKey, by open addressing in a table at
@@ -213,6 +226,7 @@ func New(secrets []Secret) (*Redactor, error) {
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
 	r := &Redactor{trie: make(map[uint32]*trieNode)}
 	heads := make(map[uint32]*head)
+	longs := make(map[string]*longHead)
 	var patterns []*pattern
 	seen := make(map[string]bool)
 	minLen := math.MaxInt
@@ -229,9 +243,9 @@ func New(secrets []Secret) (*Redactor, error) {
 				continue
 			}
 			seen[f.text] = true
-			p := &pattern{value: []byte(f.text), replacement: repl, order: len(patterns), secret: len(r.names) - 1, hold: f.hold}
+			p := &pattern{value: []byte(f.text), replacement: repl, order: len(patterns), secret: len(r.names) - 1, hold: f.hold, head: f.head}
 			patterns = append(patterns, p)
-			r.insert(p, heads)
+			r.insert(p, heads, longs)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
 			r.filter[h/64] |= 1 << (h % 64)
 			r.maxLen = max(r.maxLen, len(p.value))
@@ -278,20 +292,42 @@ type trieNode struct {
 	next map[uint32]*trieNode
 }
 
-func (r *Redactor) insert(p *pattern, heads map[uint32]*head) {
+// insert puts p in r's trie and leads, and its head in heads by its
+// first 1 to 3 bytes: there, a head longer than 3 bytes (see form) is a
+// longHead, one for all the patterns of that head (kept in longs by its
+// bytes), in the long of those heads.
+func (r *Redactor) insert(p *pattern, heads map[uint32]*head, longs map[string]*longHead) {
 	v := uint16(p.value[0])<<8 | uint16(p.value[1])
 	r.leads[v/64] |= 1 << (v % 64)
-	for n := 1; n < 4; n++ {
+	var l *longHead
+	added := false
+	if p.head > headLen {
+		l = longs[string(p.value[:p.head])]
+		if l == nil {
+			l, added = &longHead{head: p.value[:p.head]}, true
+			longs[string(l.head)] = l
+		}
+		if p.shorter(l.shortest) {
+			l.shortest = p
+		}
+		l.hold = max(l.hold, p.hold)
+	}
+	for n := 1; n <= headLen; n++ {
 		k := headKey(p.value[:n])
 		h := heads[k]
 		if h == nil {
 			h = &head{}
 			heads[k] = h
 		}
-		if p.shorter(h.shortest) {
-			h.shortest = p
+		switch {
+		case l == nil:
+			if p.shorter(h.shortest) {
+				h.shortest = p
+			}
+			h.hold = max(h.hold, p.hold)
+		case added:
+			h.long = append(h.long, l)
 		}
-		h.hold = max(h.hold, p.hold)
 	}
 	key := binary.LittleEndian.Uint32(p.value)
 	n := r.trie[key]
@@ -316,17 +352,23 @@ func (r *Redactor) insert(p *pattern, heads map[uint32]*head) {
 }
 
 // setHeads puts heads in r.heads, and the pairs of those of 3 bytes in
-// r.pairs.
+// r.pairs and r.farPairs, by the longest hold of their patterns, long
+// heads too: those tables rule positions out, and heldBy decides the
+// rest.
 func (r *Redactor) setHeads(heads map[uint32]*head) {
 	r.heads = newHeadTable(heads)
 	for k, h := range heads {
 		if k>>24 != 3 {
 			continue
 		}
+		hold := h.hold
+		for _, l := range h.long {
+			hold = max(hold, l.hold)
+		}
 		for _, v := range []uint32{k & 0xFFFF, k >> 8 & 0xFFFF} {
-			r.pairs[v] = max(r.pairs[v], uint8(min(h.hold, maxPairLongest)))
+			r.pairs[v] = max(r.pairs[v], uint8(min(hold, maxPairLongest)))
 			for i, d := range farHolds {
-				if h.hold > d {
+				if hold > d {
 					r.farPairs[i][v/64] |= 1 << (v % 64)
 				}
 			}
@@ -485,8 +527,8 @@ func (r *Redactor) scan(buf []byte, end bool, match func(s, e int, p *pattern)) 
 // by Redactor.farPairs first: only heads of a longer hold can hold them.
 func (r *Redactor) held(buf []byte, from int) int {
 	holds := func(s int) bool {
-		h := r.heldBy(buf[s:])
-		return h != nil && len(buf)-s < h.hold
+		hold, _ := r.heldBy(buf[s:])
+		return len(buf)-s < hold
 	}
 	// No position as far as maxHold from the end is held.
 	from = max(from, len(buf)-r.maxHold+1)
@@ -523,8 +565,8 @@ func (r *Redactor) held(buf []byte, from int) int {
 // on (at j, the position before it too), near the end.
 func (r *Redactor) heldNear(buf []byte, from, j int) int {
 	holds := func(s int) bool {
-		h := r.heldBy(buf[s:])
-		return h != nil && len(buf)-s < h.hold
+		hold, _ := r.heldBy(buf[s:])
+		return len(buf)-s < hold
 	}
 	// passes reports whether longest, from pairs, is more than n bytes.
 	passes := func(longest uint8, n int) bool { return int(longest) > min(n, maxPairLongest-1) }
@@ -569,12 +611,14 @@ func (r *Redactor) heldNear(buf []byte, from, j int) int {
 
 // at decides position s of buf. It returns the pattern whose marker
 // replaces buf[s:s+n]; or nil and 0 for a byte kept as it is; or nil and
-// undecided when end is not set, the first bytes from s (up to 3) begin
-// a pattern, and fewer bytes follow s than the longest hold of the
-// patterns they begin (see form).
+// undecided when end is not set, the bytes from s, as far as they go,
+// agree with the head of a pattern (its first 3 bytes, or its public
+// prefix and 3 bytes more: see form), and fewer bytes follow s than the
+// longest hold of the patterns whose head they agree with.
 //
-// Which bytes are held is decided by their first 3 bytes alone, never by
-// how far they go on to match a pattern: a stream's held bytes are
+// Which bytes are held is decided by their first bytes as far as heads
+// go alone, never by how far they go on to match a pattern past its
+// head: a stream's held bytes are
 // invisible while it runs and replaced when it is cut (see Stream.Cut), so
 // an agent that has its own bytes echoed back would otherwise learn, by
 // appending one guessed character at a time, whether they still begin a
@@ -582,11 +626,11 @@ func (r *Redactor) heldNear(buf []byte, from, j int) int {
 func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	b := buf[s:]
 	if !end && len(b) < r.maxHold {
-		h := r.heldBy(b)
-		if h == nil {
+		hold, shortest := r.heldBy(b)
+		if shortest == nil {
 			return nil, 0
 		}
-		if len(b) < h.hold {
+		if len(b) < hold {
 			// Even when b begins with a whole pattern: whether a longer one
 			// goes on from it would tell how far b matches that one, and an
 			// agent can know a whole pattern without the secret (a form of
@@ -605,11 +649,25 @@ func (r *Redactor) at(buf []byte, s int, end bool) (p *pattern, n int) {
 	return nil, 0
 }
 
-// heldBy returns the head of b's first bytes (up to 3), or nil when no
-// pattern begins with them: what holds b back while a stream runs, and
-// whose marker replaces it when the stream is cut.
-func (r *Redactor) heldBy(b []byte) *head {
-	return r.heads.get(headKey(b[:min(len(b), 3)]))
+// heldBy returns what holds b back while a stream runs: the longest
+// hold of the patterns whose head b agrees with as far as it goes (see
+// form), and the shortest of them, whose marker replaces b when the
+// stream is cut; or 0 and nil when there are none.
+func (r *Redactor) heldBy(b []byte) (hold int, shortest *pattern) {
+	h := r.heads.get(headKey(b[:min(len(b), headLen)]))
+	if h == nil {
+		return 0, nil
+	}
+	hold, shortest = h.hold, h.shortest
+	for _, l := range h.long {
+		if n := min(len(b), len(l.head)); bytes.Equal(b[:n], l.head[:n]) {
+			hold = max(hold, l.hold)
+			if l.shortest.shorter(shortest) {
+				shortest = l.shortest
+			}
+		}
+	}
+	return hold, shortest
 }
 
 // leads2 reports whether some pattern begins with the bytes b0, b1: scan

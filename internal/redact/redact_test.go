@@ -168,11 +168,11 @@ func redactChunked(r *Redactor, in []byte, sizes []int) []byte {
 	return out
 }
 
-// refForm is a pattern as the reference sees it: its text, its marker and
-// its hold (see form).
+// refForm is a pattern as the reference sees it: its text, its marker,
+// its hold and its head (see form).
 type refForm struct {
 	text, marker []byte
-	hold         int
+	hold, head   int
 }
 
 // referenceForms lists the forms of secrets in New's order: names sorted,
@@ -184,7 +184,7 @@ func referenceForms(secrets map[string][]byte) []refForm {
 		for _, f := range forms(secrets[name]) {
 			if !seen[f.text] {
 				seen[f.text] = true
-				refs = append(refs, refForm{[]byte(f.text), []byte("[REDACTED:" + name + "]"), f.hold})
+				refs = append(refs, refForm{[]byte(f.text), []byte("[REDACTED:" + name + "]"), f.hold, f.head})
 			}
 		}
 	}
@@ -342,6 +342,7 @@ func FuzzRedactStream(f *testing.F) {
 	// Long secrets take the widest stride of the scan.
 	f.Add(bytes.Repeat([]byte("log line \xfe and more text\n"), 40), []byte("0123456789abcdefghijKLMN\xffzyxwvutsrqponmlkjihgfedcba9876\xff+/+/+/+/+/+/+/+/+/+/+/+/"), []byte{13, 200, 1})
 	f.Add([]byte("t=\xfe xoxb-1765-1987-pdFZKVe"), []byte("xoxb-1765-1987-pdFZKVeTuE8sk7oO"), []byte{4})
+	f.Add([]byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5 \xfe 6233426c626e4e7a \xfc\x10"), []byte(pemSeed), []byte{5, 40})
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte) {
 		secrets, forms, in := fuzzInput(data, secretBlob)
 		if secrets == nil {

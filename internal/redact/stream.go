@@ -3,13 +3,17 @@ package redact
 // Stream is the streaming form of a Redactor: it passes redacted bytes to
 // an emit function and produces exactly what Redact would on the whole
 // input. It holds back at most MaxHoldback bytes: from the first position
-// whose first bytes (up to 3) begin a pattern, until as many bytes have
-// arrived as the longest hold of the patterns they begin (a bound of their
-// length that depends on the length of their secret alone: see form),
-// however the bytes after them go on, so that what it holds tells nothing
-// of a secret past its first 3 bytes; and a line break after a base64
-// character until the byte after it says whether it is left out of the
-// view (see join.go). A Stream is used by one goroutine.
+// whose bytes, as far as they go, agree with the head of a pattern (its
+// first 3 bytes, or, for a pattern with a public prefix, the bytes every
+// value of its kind shares, such as a key's armour, and 3 bytes more: see
+// Forms), until as many bytes have arrived as the longest hold of the
+// patterns whose head they agree with (a bound of their length that
+// depends on the length of their secret alone: see form), however the
+// bytes after the head go on, so that what it holds tells nothing of a
+// secret past the first 3 bytes after its public prefix; and a line
+// break after a base64 character until the byte after it says whether it
+// is left out of the view (see join.go). A Stream is used by one
+// goroutine.
 type Stream struct {
 	r    *Redactor
 	emit func([]byte)
@@ -142,9 +146,9 @@ func (w *Stream) release() {
 // them, and a pending one that begins no pattern, are emitted.
 func (w *Stream) Cut() {
 	defer w.release()
-	breaks, h := w.pending()
-	if h != nil {
-		breaks = append(breaks, h.shortest.replacement...)
+	breaks, p := w.pending()
+	if p != nil {
+		breaks = append(breaks, p.replacement...)
 	}
 	if len(breaks) > 0 {
 		w.emit(breaks)
@@ -155,19 +159,21 @@ func (w *Stream) Cut() {
 // before it is decided: the line breaks it holds (those before held
 // bytes, or a pending one that begins no pattern), and whether bytes
 // that may begin a pattern follow them. Those are held, all of them,
-// by their first 3 bytes, as a Cut would replace them, so that whether
-// they are held tells nothing of a secret past its first 3 bytes. A
+// by their first bytes as far as heads go (see Stream), as a Cut would
+// replace them, so that whether they are held tells nothing of a secret
+// past the first 3 bytes after its public prefix. A
 // reader that must show something of what the stream holds while it
 // waits (a terminal's screen at a pause) shows the breaks and a marker;
 // the stream goes on to decide the bytes as if it had not been asked.
 // The result is the caller's.
 func (w *Stream) Pending() (breaks []byte, held bool) {
-	breaks, h := w.pending()
-	return breaks, h != nil
+	breaks, p := w.pending()
+	return breaks, p != nil
 }
 
-// pending is Pending, with the head that holds the bytes.
-func (w *Stream) pending() ([]byte, *head) {
+// pending is Pending, with the pattern whose marker replaces the held
+// bytes at a cut (see Redactor.heldBy).
+func (w *Stream) pending() ([]byte, *pattern) {
 	if len(w.carry) == 0 {
 		return nil, nil
 	}
@@ -180,8 +186,8 @@ func (w *Stream) pending() ([]byte, *head) {
 		breaks = append(breaks, held[:x]...)
 		held = held[x:]
 	}
-	if h := w.r.heldBy(v.y); len(v.y) > 0 && h != nil {
-		return breaks, h
+	if _, p := w.r.heldBy(v.y); len(v.y) > 0 && p != nil {
+		return breaks, p
 	}
 	return append(breaks, held...), nil
 }

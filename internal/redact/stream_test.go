@@ -2,13 +2,17 @@ package redact
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 )
 
 const token = "ghp_0123456789abcdefghijKLMNOPQRSTuvwxyz"
@@ -162,10 +166,13 @@ func TestRedactEndIsNoOracle(t *testing.T) {
 // output is seen while it runs, however long the longest pattern.
 func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
-	r, err := newRedactor(map[string][]byte{"gh": []byte(token), "key": pemKey(rng, "PRIVATE KEY", 1218, 64)})
+	key := pemKey(rng, "PRIVATE KEY", 1218, 64)
+	r, err := newRedactor(map[string][]byte{"gh": []byte(token), "key": key})
 	if err != nil {
 		t.Fatal(err)
 	}
+	armour := "-----BEGIN PRIVATE KEY-----\n"
+	body := string(key[len(armour):])
 	tests := []struct{ in, held string }{
 		{"plain line\n", ""},
 		// A line break after a line of base64 characters waits for the
@@ -176,9 +183,11 @@ func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 		{"almost " + token[:10], token[:10]},
 		{"x g", "g"},
 		{"-----BEGIN PRIVATE KEY-----\n", "-----BEGIN PRIVATE KEY-----\n"},
-		// Held by their first bytes, however they go on (see
-		// TestNoOracle).
-		{"-----BEGIN PRIVATE KEY-----\nno\n", "-----BEGIN PRIVATE KEY-----\nno\n"},
+		// The armour is public: held by it and the first 3 bytes of the
+		// body, however they go on (see TestNoOracle), and not by the
+		// armour alone.
+		{armour + body[:3] + "no\n", armour + body[:3] + "no\n"},
+		{armour + "no\n", "\n"},
 		{"almost " + token[:3] + "!", token[:3] + "!"},
 		// Held only until as many bytes have arrived as the longest form
 		// they could begin may have (the token's JSON with every byte
@@ -199,10 +208,11 @@ func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 // referenceCut is what a stream that was written in and then cut has
 // emitted. It scans the view of in as referenceRedact does, but for a line
 // break at its end after a base64 character, which waits for the next
-// byte, and stops at the first position whose first bytes, up to 3, begin
-// a form, when fewer bytes follow it than the longest hold of the forms
-// they begin, however those bytes go on: the cut puts the marker of the shortest form
-// they begin (the first listed of two as long) in place of the rest.
+// byte, and stops at the first position whose bytes agree, as far as
+// they go, with the head of a form (see form), when fewer bytes follow it
+// than the longest hold of those forms, however the bytes go on past the
+// heads: the cut puts the marker of the shortest of those forms (the
+// first listed of two as long) in place of the rest.
 func referenceCut(in []byte, forms []refForm) []byte {
 	pend := 0
 	switch {
@@ -221,7 +231,7 @@ func referenceCut(in []byte, forms []refForm) []byte {
 		longest := 0
 		for j := range forms {
 			f := &forms[j]
-			if bytes.HasPrefix(f.text, head) {
+			if n := min(len(head), f.head); bytes.Equal(head[:n], f.text[:n]) {
 				longest = max(longest, f.hold)
 				if short == nil || len(f.text) < len(short.text) {
 					short = f
@@ -234,7 +244,7 @@ func referenceCut(in []byte, forms []refForm) []byte {
 	xc := 0
 	for i := 0; i < len(view); {
 		rest := view[i:]
-		short, longest := shortest(rest[:min(3, len(rest))])
+		short, longest := shortest(rest)
 		if len(rest) < longest {
 			return append(append(out, in[xc:from[i]]...), short.marker...)
 		}
@@ -262,6 +272,10 @@ func referenceCut(in []byte, forms []refForm) []byte {
 	return append(out, in[len(in)-pend:]...)
 }
 
+// pemSeed is a short PEM block of an OpenSSH key's kind, for the fuzz
+// seeds: its armour and its body's magic are public (see publicLen).
+const pemSeed = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----\n"
+
 const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"
 
 // FuzzRedactCut cuts a stream at any point. The output is what
@@ -272,6 +286,9 @@ func FuzzRedactCut(f *testing.F) {
 	f.Add([]byte("Authorization: \xfd\x03"), []byte("ghp_0123456789abcdef"), []byte{5}, uint16(20))
 	f.Add([]byte("t=\xfe xoxb-1765-1987-pdFZKVe"), []byte("xoxb-1765-1987-pdFZKVeTuE8sk7oO"), []byte{4}, uint16(33))
 	f.Add([]byte("wrapped \xfc\x83 and \xfc\x05\n"), []byte("s3cr3t-token-0123\xffanother-one"), []byte{2, 9}, uint16(40))
+	// A key's public prefix, and its hex, with and without the 3 bytes
+	// after it that begin a hold.
+	f.Add([]byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5 \xfe 6233426c626e4e7a6143317a5a5874 b3BlbnNzaC1rZXktdjEAAAx"), []byte(pemSeed), []byte{7, 30}, uint16(150))
 	f.Fuzz(func(t *testing.T, data, secretBlob, chunks []byte, cut uint16) {
 		secrets, forms, in := fuzzInput(data, secretBlob)
 		if secrets == nil {
@@ -351,9 +368,10 @@ func TestHeldIsFirstUndecided(t *testing.T) {
 	}
 }
 
-// TestHeldAtTheNearBoundary puts the head of a form of long hold at every
-// distance from the end around nearHold, where held passes from
-// bigPairs to pairs, and asks held from every start before it.
+// TestHeldAtTheNearBoundary puts the head of a form of long hold (the
+// armour and the first 3 bytes of a key's body) at every distance from
+// the end around nearHold, where held passes from farPairs to pairs, and
+// asks held from every start before it.
 func TestHeldAtTheNearBoundary(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 12))
 	key := pemKey(rng, "OPENSSH PRIVATE KEY", 399, 70)
@@ -361,14 +379,74 @@ func TestHeldAtTheNearBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	head := string(key[:len("-----BEGIN OPENSSH PRIVATE KEY-----\n")+3])
 	filler := strings.Repeat("x", 2*nearHold+32)
 	for d := nearHold - 12; d <= nearHold+12; d++ {
-		in := []byte(filler[:len(filler)-d] + "---" + filler[:d-3])
+		in := []byte(filler[:len(filler)-d] + head + filler[:d-len(head)])
 		s := len(in) - d
 		for from := max(0, s-17); from <= s; from++ {
 			if got := r.held(in, from); got != s {
 				t.Fatalf("the head at %d, %d from the end: held(from %d) = %d; want %d", s, d, from, got, s)
 			}
 		}
+	}
+}
+
+// opensshKey returns an Ed25519 private key in OpenSSH format, PEM
+// armoured, from seed: what every SSH target's key looks like.
+func opensshKey(t testing.TB, seed byte) []byte {
+	t.Helper()
+	block, err := ssh.MarshalPrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(block)
+}
+
+// TestStreamPublicPrefixNotHeld: the bytes every OpenSSH key begins with
+// (its armour, the base64 of "openssh-key-v1", and their hex and base64)
+// hold a stream back only with 3 bytes more of a form, so a terminal's
+// output that holds "623" (hex of the body's "b3B") or "---" is shown
+// at once; what only a form's public prefix and 3 bytes more hold is
+// still held.
+func TestStreamPublicPrefixNotHeld(t *testing.T) {
+	key := opensshKey(t, 1)
+	r, err := New([]Secret{{Name: "box-key", Value: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	armour := "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+	body := string(key[len(armour):])
+	hexBody := hex.EncodeToString([]byte(body))
+	b64 := base64.StdEncoding.EncodeToString(key)
+	tests := []struct{ name, in, held string }{
+		{"a pid", "bash-5.2$ echo 1623\r\n1623\r\nbash-5.2$ ", ""},
+		{"another pid", "bash-5.2$ echo 1624\r\n1624\r\nbash-5.2$ ", ""},
+		{"a git hash", "commit 2d2f9e0b3B\n", ""},
+		{"a rule", "--- a/x\n+++ b/x\n", ""},
+		{"the armour alone", "$ head -1 id\n" + armour + "$ ", ""},
+		{"the body's magic", "b3BlbnNzaC1rZXktdjEA!", ""},
+		{"the armour and 3 bytes of the body", "$ cat id\n" + armour + body[:3], armour + body[:3]},
+		{"the body's public prefix and 3 bytes", "x " + body[:23], body[:23]},
+		{"the hex of the body's public prefix and 3 bytes", "x " + hexBody[:43] + "!", hexBody[:43] + "!"},
+		{"the hex of the body's public prefix", "x " + hexBody[:40] + "!", ""},
+		// Its armour and the body's magic are 56 bytes, 74 characters.
+		{"the key's base64, to its magic", "x " + b64[:74] + "!", ""},
+		{"the key's base64, to 3 bytes past its magic", "x " + b64[:77] + "!", b64[:77] + "!"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out []byte
+			w := r.NewStream(func(p []byte) { out = append(out, p...) })
+			w.Write([]byte(tt.in))
+			_, held := w.Pending()
+			if want := tt.in[:len(tt.in)-len(tt.held)]; string(out) != want || held != (strings.TrimLeft(tt.held, "\r\n") != "") {
+				t.Errorf("after %q: emitted %q, held %v; want %q emitted", tt.in, out, held, want)
+			}
+			w.Close()
+			if want := r.Redact([]byte(tt.in)); !bytes.Equal(out, want) {
+				t.Errorf("closed after %q: %q; want %q", tt.in, out, want)
+			}
+		})
 	}
 }
