@@ -329,7 +329,7 @@ func TestServeKilledStopsSessions(t *testing.T) {
 	shell := decode[gateway.SSHSessionOutput](t, s.call(t, "ssh_session_start", map[string]any{"target": "term", "command": "bash --norc --noprofile"}))
 	// The pid files, not the screen, tell that the line ran: the screen
 	// may hold back (see the gateway's heldMarker) what happens to begin
-	// a form of the target's key, until more output decides it.
+	// a form of a secret (a pid can), until more output decides it.
 	s.call(t, "ssh_session_send", map[string]any{"handle": shell.Handle,
 		"text": "trap '' HUP; nohup sleep 1001 >/dev/null 2>&1 & echo $! > " + jobPID + "; echo $$ > " + shellPID,
 		"keys": []string{"Enter"}})
