@@ -24,14 +24,8 @@ func TestTerminalDeadManSwitch(t *testing.T) {
 		t.Run(fmt.Sprintf("subreaper=%v", sub), func(t *testing.T) {
 			tg, px := viaProxy(t, s)
 			tg.noSubreaper = !sub
-			p := newPool(t)
-			marker := fmt.Sprintf("98702%d", i)
-			term, _, _ := startTerminal(t, p, tg, TerminalRequest{Command: "sleep " + marker})
-			running := func() bool { return ps(t, direct, target(s), marker) != "" }
-			testenv.WaitFor(t, 30*time.Second, "the session's sleep to run", running)
-			testenv.WaitFor(t, 30*time.Second, "the watcher to read heartbeats", func() bool { return ps(t, direct, target(s), "head.-c.1") != "" })
+			term, running := watchedSleep(t, tg, direct, target(s), fmt.Sprintf("98702%d", i))
 			px.cut()
-			t.Cleanup(func() { runCmd(t, direct, target(s), "pkill -f 'sleep "+marker+"' || true") })
 			testenv.WaitFor(t, 60*time.Second, "the session's processes to be gone once its network was cut",
 				func() bool { return !running() })
 			term.Wait()
@@ -45,21 +39,9 @@ func TestTerminalDeadManSwitch(t *testing.T) {
 // can be made, so the watcher, not the gateway's stop, must end the
 // session's processes.
 func TestTerminalDeadManSwitchCA(t *testing.T) {
-	cs := startCAServer(t)
-	cs.RequirePTY(t)
-	direct := newPool(t)
-	px := startProxy(t, cs.Addr())
-	tg := cs.target()
-	tg.Port, tg.HostKey, tg.KnownHostsPath, tg.Keepalive = px.port(), cs.Fingerprint(), "", time.Second
-	const marker = "987031"
-	term, _, _ := startTerminal(t, newPool(t), tg, TerminalRequest{Command: "sleep " + marker})
-	running := func() bool { return ps(t, direct, cs.target(), marker) != "" }
-	testenv.WaitFor(t, 30*time.Second, "the session's sleep to run", running)
-	// Its connection and certificate come after the terminal's: a cut
-	// before it reads heartbeats would leave nothing to fire.
-	testenv.WaitFor(t, 30*time.Second, "the watcher to read heartbeats", func() bool { return ps(t, direct, cs.target(), "head.-c.1") != "" })
+	cs, tg, px := caViaProxy(t)
+	term, running := watchedSleep(t, tg, newPool(t), cs.target(), "987031")
 	px.cut()
-	t.Cleanup(func() { runCmd(t, direct, cs.target(), "pkill -f 'sleep "+marker+"' || true") })
 	testenv.WaitFor(t, 60*time.Second, "the session's processes to be gone once its network was cut",
 		func() bool { return !running() })
 	term.Wait()
@@ -71,18 +53,11 @@ func TestTerminalDeadManSwitchCA(t *testing.T) {
 // seeing nothing close, leaves running. The watcher, on its own connection
 // still up, must not stand down then: it fires, and they are gone.
 func TestTerminalWatcherFiresUnverified(t *testing.T) {
-	cs := startCAServer(t)
-	cs.RequirePTY(t)
-	direct := newPool(t)
-	px := startProxy(t, cs.Addr())
-	tg := cs.target()
-	tg.Port, tg.HostKey, tg.KnownHostsPath, tg.Keepalive = px.port(), cs.Fingerprint(), "", time.Second
-	const marker = "987032"
-	term, _, _ := startTerminal(t, newPool(t), tg, TerminalRequest{Command: "sleep " + marker})
-	running := func() bool { return ps(t, direct, cs.target(), marker) != "" }
-	testenv.WaitFor(t, 30*time.Second, "the session's sleep to run", running)
-	testenv.WaitFor(t, 30*time.Second, "the watcher's connection", func() bool { return px.connections() == 2 })
-	t.Cleanup(func() { runCmd(t, direct, cs.target(), "pkill -f 'sleep "+marker+"' || true") })
+	cs, tg, px := caViaProxy(t)
+	term, running := watchedSleep(t, tg, newPool(t), cs.target(), "987032")
+	if n := px.connections(); n != 2 {
+		t.Fatalf("%d connections through the proxy; want the terminal's and the watcher's", n)
+	}
 	px.cutOne(0) // the terminal's: the watcher's comes once the wrapper reported
 	res, _ := term.Wait()
 	if res.RemoteStopped == nil || *res.RemoteStopped {
@@ -90,4 +65,31 @@ func TestTerminalWatcherFiresUnverified(t *testing.T) {
 	}
 	testenv.WaitFor(t, 60*time.Second, "the session's processes to be gone once the stop could not check them",
 		func() bool { return !running() })
+}
+
+// caViaProxy is a CA server and a target on it through a new proxy, as
+// viaProxy's.
+func caViaProxy(t *testing.T) (*caServer, *Target, *proxy) {
+	cs := startCAServer(t)
+	cs.RequirePTY(t)
+	px := startProxy(t, cs.Addr())
+	tg := cs.target()
+	tg.Port, tg.HostKey, tg.KnownHostsPath, tg.Keepalive = px.port(), cs.Fingerprint(), "", time.Second
+	return cs, tg, px
+}
+
+// watchedSleep starts a terminal session on tg that runs `sleep marker`
+// and returns once the sleep runs and the session's watcher reads
+// heartbeats (a cut before would leave nothing to fire: on a CA target
+// its connection and certificate come after the terminal's), with a
+// check, through direct on psTarget, that the sleep still runs. A
+// cleanup kills what is left.
+func watchedSleep(t *testing.T, tg *Target, direct *Pool, psTarget *Target, marker string) (*Terminal, func() bool) {
+	t.Helper()
+	term, _, _ := startTerminal(t, newPool(t), tg, TerminalRequest{Command: "sleep " + marker})
+	running := func() bool { return ps(t, direct, psTarget, marker) != "" }
+	testenv.WaitFor(t, 30*time.Second, "the session's sleep to run", running)
+	testenv.WaitFor(t, 30*time.Second, "the watcher to read heartbeats", func() bool { return ps(t, direct, psTarget, "head.-c.1") != "" })
+	t.Cleanup(func() { runCmd(t, direct, psTarget, "pkill -f 'sleep "+marker+"' || true") })
+	return term, running
 }
