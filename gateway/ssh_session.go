@@ -327,10 +327,10 @@ func (k *sshSession) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64
 }
 
 // shownStream is the redacted stream the screen, the sends' output and
-// the recording are fed. It holds back what could begin a secret for as long as every
-// stream does, however long the output pauses: a secret printed in two
-// parts with a pause between is whole when it is decided, and neither
-// part is ever shown. What it holds is shown at a look as heldMarker
+// the recording are fed. It holds back what could begin a secret for as
+// long as every stream does, however long the output pauses: a secret
+// printed in two parts with a pause between is whole when it is
+// decided, and neither part is ever shown. What it holds is shown at a look as heldMarker
 // (after the line breaks it holds, see redact.Stream.Pending), so that a
 // prompt whose last bytes happen to begin a form of a secret shows that
 // something is held there rather than nothing; more output decides it.
