@@ -14,11 +14,13 @@
 // secret's length says; Close decides them as the end of the input, and
 // Cut, for a stream that stopped early, replaces them with a marker
 // instead of emitting them. A head is a form's first 3 bytes, after its
-// public prefix: the bytes the same for every value of its kind (a PEM
-// begin line, the "openssh-key-v1" an OpenSSH key's body begins with, in
-// each encoding), none for an ordinary secret. So output with bytes every
-// key of a kind begins with ("---", "623", hex of a key body's "b3B") is
-// held only while it could still go on to a head, not for a key's length.
+// public prefix: the bytes the same for every value of its kind (a
+// provider's token prefix such as "ghp_" or "xoxb-", a PEM begin line,
+// the "openssh-key-v1" or DER header a key's body begins with, in each
+// encoding), none for an ordinary secret. So output with bytes every
+// secret of a kind begins with ("---", "623", hex of a key body's "b3B",
+// "676", hex of "ghp") is held only while it could still go on to a head,
+// not for the secret's length.
 // What an agent sees of its output depends on a secret only
 // through its public prefix and 3 bytes more, its length, and whether the
 // output holds it whole: the redactor is no oracle that a guess, a byte at

@@ -159,20 +159,47 @@ var pemBegin = regexp.MustCompile(`^-----BEGIN [A-Z0-9 ]+-----\r?\n`)
 // of every OpenSSH private key: its body begins with it.
 var opensshMagic = []byte(base64.StdEncoding.EncodeToString([]byte("openssh-key-v1\x00")))
 
+// tokenPrefixes are the prefixes that providers put in front of every
+// token of a kind, in their documentation, so that scanners can find
+// them: GitHub, GitLab, Slack, Stripe, npm, PyPI, OpenAI, Anthropic,
+// Google's API keys and AWS's key ids. Each says what the token is and
+// nothing of it. Longer ones first, where one begins another.
+var tokenPrefixes = []string{
+	"github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "glpat-",
+	"xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xapp-",
+	"sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_",
+	"npm_", "pypi-", "sk-ant-", "sk-proj-", "sk-", "AIza", "AKIA", "ASIA",
+}
+
+// derSequence is the base64 of a DER SEQUENCE of 256 to 16383 bytes
+// (0x30 0x82 and a first length byte below 0x40): what the body of a
+// PKCS#1 or PKCS#8 RSA key, and most other PEM keys, begins with. It says
+// what the key's length already tells.
+const derSequence = "MII"
+
 // publicLen is how many of v's first bytes are the same for every value
-// of its kind, and so tell nothing of it: a PEM begin line with its line
-// end, which says what the block is, and after it (or alone, as a bare
-// body) opensshMagic. The rule is kept small: a longer public prefix
-// (an OpenSSH key's cipher and key type) would save little, and a wider
-// one (any armour-like first line) would make a secret's first line
-// public. 0 for any other value.
+// of its kind, and so tell nothing of it: a token's prefix
+// (tokenPrefixes), or a PEM begin line with its line end, which says what
+// the block is, and after it (or alone, as a bare body) opensshMagic or
+// derSequence. The rule is kept small: a longer public prefix (an
+// OpenSSH key's cipher and key type) would save little, and a wider one
+// (any armour-like first line) would make a secret's first line public.
+// 0 for any other value.
 func publicLen(v []byte) int {
+	for _, p := range tokenPrefixes {
+		if bytes.HasPrefix(v, []byte(p)) {
+			return len(p)
+		}
+	}
 	n := 0
 	if m := pemBegin.FindIndex(v); m != nil {
 		n = m[1]
 	}
-	if bytes.HasPrefix(v[n:], opensshMagic) {
+	switch {
+	case bytes.HasPrefix(v[n:], opensshMagic):
 		n += len(opensshMagic)
+	case bytes.HasPrefix(v[n:], []byte(derSequence)):
+		n += len(derSequence)
 	}
 	return n
 }

@@ -241,16 +241,19 @@ func TestRedactPEMKey(t *testing.T) {
 }
 
 // TestFormHeads checks the heads of some forms (see form): a secret with
-// no public prefix is held by its first 3 bytes; a key by its public
-// prefix (its armour and the magic its body begins with) and 3 bytes
-// more, in every form, so that no form of it is held by bytes that every
+// no public prefix is held by its first 3 bytes; a provider's token by its
+// prefix and 3 bytes more; a key by its public prefix (its armour and the
+// magic or DER header its body begins with) and 3 bytes more, in every form, so that no form of it is held by bytes that every
 // key of its kind begins with alone.
 func TestFormHeads(t *testing.T) {
 	key := opensshKey(t, 3)
 	armour := len("-----BEGIN OPENSSH PRIVATE KEY-----\n")
 	body := key[armour:]
+	rsa := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: append([]byte{0x30, 0x82, 0x01, 0x28}, bytes.Repeat([]byte{7}, 296)...)})
+	rsaArmour := len("-----BEGIN RSA PRIVATE KEY-----\n")
+	const slack = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy"
 	heads := map[string]int{}
-	for _, v := range [][]byte{[]byte(token), []byte(hostile), key} {
+	for _, v := range [][]byte{[]byte(token), []byte(hostile), key, rsa, []byte(slack), []byte("ghpX0123456789abcdef")} {
 		for _, f := range forms(v) {
 			heads[f.text] = f.head
 		}
@@ -259,8 +262,12 @@ func TestFormHeads(t *testing.T) {
 		name, text string
 		head       int
 	}{
-		{"a token", token, headLen},
-		{"a token's hex", hex.EncodeToString([]byte(token)), headLen},
+		{"a token", token, len("ghp_") + headLen},
+		{"a token's hex", hex.EncodeToString([]byte(token)), 2*len("ghp_") + headLen},
+		{"a Slack token's upper-case hex", strings.ToUpper(hex.EncodeToString([]byte(slack))), 2*len("xoxb-") + headLen},
+		{"a Slack token's base64", base64.RawStdEncoding.EncodeToString([]byte(slack)), len("xoxb-")*8/6 + headLen},
+		{"a token without a provider's prefix", "ghpX0123456789abcdef", headLen},
+		{"an RSA key", string(bytes.TrimRight(rsa, "\n")), rsaArmour + len(derSequence) + headLen},
 		{"a password's JSON", string(mustJSON(hostile)[1 : len(mustJSON(hostile))-1]), headLen},
 		{"a key", string(bytes.TrimRight(key, "\n")), armour + len(opensshMagic) + headLen},
 		{"a key's body", string(bytes.ReplaceAll(bytes.TrimRight(body[:bytes.Index(body, []byte("-----"))], "\n"), []byte("\n"), nil)), len(opensshMagic) + headLen},

@@ -132,16 +132,19 @@ func encodedPieces(piece []byte) [][]byte {
 	return out
 }
 
-// keyPair returns a key in PEM armour, its body wrapped at width, and
-// another of the same kind and size whose body shares the first 3 bytes
-// of the DER (so the first 3 characters of the body) and differs after.
-func keyPair(rng *rand.Rand, kind string, n, width int) (key, other []byte) {
+// keyPair returns a key in PEM armour, its body wrapped at width, whose
+// DER begins with der0 and goes on with random bytes to n, and another of
+// the same kind and size whose DER shares der0 and 3 bytes more (so its
+// body shares the base64 of der0 and the 3 characters after it: for a DER
+// SEQUENCE header, derSequence and the 3 after it) and differs after.
+func keyPair(rng *rand.Rand, kind string, der0 []byte, n, width int) (key, other []byte) {
 	der := make([]byte, n)
 	for i := range der {
 		der[i] = byte(rng.Uint32())
 	}
+	copy(der, der0)
 	der2 := slices.Clone(der)
-	for i := 3; i < n; i++ {
+	for i := len(der0) + 3; i < n; i++ {
 		der2[i] = der[i] ^ byte(1+rng.IntN(255))
 	}
 	return armour(kind, der, width), armour(kind, der2, width)
@@ -164,7 +167,7 @@ func TestNoOracle(t *testing.T) {
 		enc.EncodeToString([]byte(`{"sub":"gw@clients","exp":1764553600}`)) + ".dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 	differ := func(s string) string {
 		b := []byte(s)
-		for i := 3; i < len(b); i++ {
+		for i := publicLen(b) + headLen; i < len(b); i++ {
 			b[i] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[(strings.IndexByte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", b[i])+7)%62]
 		}
 		return string(b)
@@ -181,9 +184,16 @@ func TestNoOracle(t *testing.T) {
 	}
 	for _, kind := range []struct {
 		kind     string
+		der0     []byte
 		n, width int
-	}{{"OPENSSH PRIVATE KEY", 399, 70}, {"PRIVATE KEY", 121, 64}} {
-		key, other := keyPair(rng, kind.kind, kind.n, kind.width)
+	}{
+		{"OPENSSH PRIVATE KEY", nil, 399, 70},
+		{"PRIVATE KEY", nil, 121, 64},
+		// An RSA key's DER: a SEQUENCE of 300 bytes, whose base64 begins
+		// with derSequence.
+		{"RSA PRIVATE KEY", []byte{0x30, 0x82, 0x01, 0x28}, 304, 64},
+	} {
+		key, other := keyPair(rng, kind.kind, kind.der0, kind.n, kind.width)
 		pairs = append(pairs, pair{"a " + kind.kind, string(key), string(other)})
 	}
 	// Two real keys share far more than their public prefix (the key
@@ -228,7 +238,7 @@ func TestNoOracle(t *testing.T) {
 // lists, however it is wrapped.
 func TestPartsAreNoPatterns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 2))
-	key, _ := keyPair(rng, "OPENSSH PRIVATE KEY", 399, 70)
+	key, _ := keyPair(rng, "OPENSSH PRIVATE KEY", nil, 399, 70)
 	r, err := newRedactor(map[string][]byte{"gh": []byte(token), "key": key})
 	if err != nil {
 		t.Fatal(err)

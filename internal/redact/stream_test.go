@@ -188,12 +188,24 @@ func TestStreamHoldsBackOnlyStarts(t *testing.T) {
 		// armour alone.
 		{armour + body[:3] + "no\n", armour + body[:3] + "no\n"},
 		{armour + "no\n", "\n"},
-		{"almost " + token[:3] + "!", token[:3] + "!"},
+		// The token's prefix is public too (see tokenPrefixes): held by
+		// it and 3 bytes more, and not by it alone.
+		{"almost " + token[:7] + "!", token[:7] + "!"},
+		{"almost " + token[:4] + "!", ""},
+		{"almost " + token[:3] + "!", ""},
+		// And in hex: a line that holds the hex of "ghp" or of "ghp_"
+		// ("676", a pid) is shown at once, not held for the token's
+		// hold; bytes at the end that may go on to a head wait for the
+		// next byte.
+		{"pid 676\n", ""},
+		{"pid 6768705f\n", ""},
+		{"pid 676", "676"},
+		{"x 6768705f303\n", "6768705f303\n"},
 		// Held only until as many bytes have arrived as the longest form
 		// they could begin may have (the token's JSON with every byte
 		// escaped, not the key's): then decided.
-		{"not " + token[:3] + strings.Repeat("!", 6*len(token)-3), ""},
-		{"not " + token[:3] + strings.Repeat("!", 6*len(token)-4), token[:3] + strings.Repeat("!", 6*len(token)-4)},
+		{"not " + token[:7] + strings.Repeat("!", 6*len(token)-7), ""},
+		{"not " + token[:7] + strings.Repeat("!", 6*len(token)-8), token[:7] + strings.Repeat("!", 6*len(token)-8)},
 	}
 	for _, tt := range tests {
 		var out []byte
