@@ -646,7 +646,6 @@ func (g *Gateway) SSHSessionSend(ctx context.Context, in SSHSessionSendInput) *T
 			return g.failure("the session already ended, before the input could be typed: %v", err)
 		}
 	}
-	k.takeRecent() // the output from here on is this send's
 	matched := k.wait(ctx, act, time.Now().Add(wait), match)
 	return g.sendResult(s.core, act, k, match, matched)
 }

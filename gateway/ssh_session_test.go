@@ -313,6 +313,17 @@ func TestSessionSecretSplitByPause(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("go-%d", n)), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// The rest arrives before the next look: that look still
+			// reports it, as output since the last send.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				tr := structured(t, f.gw.ReadOutput(context.Background(), ReadOutputInput{Handle: out.Handle, Stream: "terminal", From: "end", Offset: 200}))
+				if strings.Contains(tr, `:Z\r\n`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the transcript never showed the end: %s", tr)
+				}
+			}
 			looks = append(looks, f.send(t, SSHSessionSendInput{Handle: out.Handle, WaitFor: `(?m)^:Z$`}))
 			end := f.gw.CancelAction(context.Background(), CancelActionInput{Handle: out.Handle})
 			read := f.gw.ReadOutput(context.Background(), ReadOutputInput{Handle: out.Handle, Stream: "terminal"})
