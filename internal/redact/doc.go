@@ -20,7 +20,9 @@
 // encoding), none for an ordinary secret. So output with bytes every
 // secret of a kind begins with ("---", "623", hex of a key body's "b3B",
 // "676", hex of "ghp") is held only while it could still go on to a head,
-// not for the secret's length.
+// not for the secret's length. Where the bytes after a head change how
+// its bytes are written (a UTF-8 sequence it begins, a line break in it),
+// bytes that begin that form of any secret that shares them are held.
 // What an agent sees of its output depends on a secret only
 // through its public prefix and 3 bytes more, its length, and whether the
 // output holds it whole: the redactor is no oracle that a guess, a byte at

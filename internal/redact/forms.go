@@ -61,9 +61,15 @@ func Forms(value []byte) []string {
 // the public prefix tell nothing of a secret, and a hold that began there
 // would stall every output that holds them ("623", hex of the start of
 // every OpenSSH key's body).
+//
+// heads are the heads the same form of its value's siblings begins with,
+// where they differ from its own (see encoding): bytes that agree with
+// one of them are held as by its own head, so that which bytes are held
+// does not tell a byte past the head.
 type form struct {
 	text       string
 	hold, head int
+	heads      []string
 }
 
 // headLen is how many bytes of a form are its head beyond its public
@@ -81,12 +87,18 @@ func forms(value []byte) []form {
 		// The value with the bytes after its public prefix changed, in
 		// two ways (see alterations): a form's public prefix is as long
 		// as it agrees with both of their forms.
-		alts := alterations(v, publicLen(v))
+		public := publicLen(v)
+		alts := alterations(v, public)
 		for _, e := range encodings(v) {
 			texts := e.encode(v)
-			var altTexts [][]string
+			var altTexts, sibTexts [][]string
 			for _, a := range alts {
 				altTexts = append(altTexts, e.encode(a))
+			}
+			if e.siblings != nil && public+headLen < len(v) {
+				for _, s := range e.siblings(v[:public+headLen], public) {
+					sibTexts = append(sibTexts, e.encode(s))
+				}
 			}
 			for i, t := range texts {
 				// Its first line may begin a line of base64 characters of
@@ -96,14 +108,20 @@ func forms(value []byte) []form {
 					if len(f) < MinSecretLen {
 						continue
 					}
-					public := 0
+					formPublic := 0
 					if len(alts) > 0 {
-						public = len(f)
+						formPublic = len(f)
 						for _, a := range altTexts {
-							public = min(public, commonPrefix(f, normalize([]byte(a[i]), pure)))
+							formPublic = min(formPublic, commonPrefix(f, normalize([]byte(a[i]), pure)))
 						}
 					}
-					out = append(out, form{string(f), max(e.hold, len(f)), min(len(f), public+headLen)})
+					fm := form{text: string(f), hold: max(e.hold, len(f)), head: min(len(f), formPublic+headLen)}
+					for _, st := range sibTexts {
+						if g := normalize([]byte(st[i]), pure); len(g) >= fm.head && !bytes.HasPrefix(f, g[:fm.head]) {
+							fm.heads = append(fm.heads, string(g[:fm.head]))
+						}
+					}
+					out = append(out, fm)
 				}
 			}
 		}
@@ -112,20 +130,39 @@ func forms(value []byte) []form {
 	merged := out[:0]
 	for _, f := range out {
 		if n := len(merged); n > 0 && merged[n-1].text == f.text {
-			merged[n-1].hold = max(merged[n-1].hold, f.hold)
-			merged[n-1].head = min(merged[n-1].head, f.head)
+			m := &merged[n-1]
+			m.hold = max(m.hold, f.hold)
+			m.head = min(m.head, f.head)
+			m.heads = append(m.heads, f.heads...)
 			continue
 		}
 		merged = append(merged, f)
+	}
+	for i := range merged {
+		m := &merged[i]
+		for j, h := range m.heads {
+			m.heads[j] = h[:m.head]
+		}
+		slices.Sort(m.heads)
+		m.heads = slices.Compact(m.heads)
+		m.heads = slices.DeleteFunc(m.heads, func(h string) bool { return h == m.text[:m.head] })
 	}
 	return merged
 }
 
 // encoding is one way forms encodes a value: the texts it gives, as many
 // for every value as long as the one it was made for, and their hold.
+//
+// siblings, where set, returns values that share a prefix (a value's
+// public bytes and 3 more) and go on in every way that changes how the
+// encoding writes those bytes, where the bytes after them can: nil for
+// most prefixes. They depend on the prefix alone, so every value that
+// shares it holds the same bytes back: a form's heads are those of the
+// same form of its siblings (see form).
 type encoding struct {
-	hold   int
-	encode func(v []byte) []string
+	hold     int
+	encode   func(v []byte) []string
+	siblings func(prefix []byte, public int) [][]byte
 }
 
 // encodings lists the encodings of v: raw, JSON in the styles that make
@@ -133,20 +170,20 @@ type encoding struct {
 func encodings(v []byte) []encoding {
 	styles := jsonStyles(v)
 	return []encoding{
-		{6 * len(v), func(v []byte) []string { return []string{string(v)} }},
+		{6 * len(v), func(v []byte) []string { return []string{string(v)} }, breakSiblings},
 		{6 * len(v), func(v []byte) []string {
 			var texts []string
 			for _, st := range styles {
 				texts = append(texts, string(appendJSON(nil, v, st)))
 			}
 			return texts
-		}},
-		{6 * len(v), urlForms},
+		}, utf8Siblings},
+		{6 * len(v), urlForms, nil},
 		// The lengths of these are the value's length's alone.
 		{0, func(v []byte) []string {
 			return []string{hex.EncodeToString(v), strings.ToUpper(hex.EncodeToString(v))}
-		}},
-		{0, base64Forms},
+		}, nil},
+		{0, base64Forms, nil},
 	}
 }
 
@@ -225,6 +262,63 @@ func alterations(v []byte, public int) [][]byte {
 		flipped[i] = ^v[i]
 	}
 	return [][]byte{letter, flipped}
+}
+
+// utf8Siblings is siblings for JSON: a UTF-8 sequence that the bytes of
+// the prefix after its public ones begin and do not end is written as
+// itself, as \ufffd for each byte when the bytes after do not go on with
+// it (Go's encoding/json), or as \u2028 or \u2029. The bytes after are
+// the edges of every range a sequence's next byte may be in, and a byte
+// that none goes on with.
+func utf8Siblings(prefix []byte, public int) [][]byte {
+	if !slices.ContainsFunc(prefix[public:], func(c byte) bool { return c >= utf8.RuneSelf }) {
+		return nil
+	}
+	next := []byte{0x80, 0xa8, 0xa9, 0xbf, 'a'}
+	return extend([][]byte{prefix}, []byte{0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xa8, 0xa9, 0xbf, 'a'}, next, next)
+}
+
+// breakSiblings is siblings for the raw value: the view leaves a line
+// break among the bytes of the prefix after its public ones out when a
+// base64 character follows it (see join.go), and the head then holds
+// that character; a CR last among them is a line end when a LF follows
+// it, which the value with LF line ends writes as LF (see wholes).
+func breakSiblings(prefix []byte, public int) [][]byte {
+	if !bytes.ContainsAny(prefix[public:], "\r\n") {
+		return nil
+	}
+	prefixes := [][]byte{prefix}
+	if prefix[len(prefix)-1] == '\r' {
+		prefixes = append(prefixes, append(slices.Clone(prefix[:len(prefix)-1]), '\n'))
+	}
+	var next []byte
+	for c := range 256 {
+		if base64Char[c] {
+			next = append(next, byte(c))
+		}
+	}
+	next = append(next, '!', '\r', '\n')
+	return extend(prefixes, next, next)
+}
+
+// extend returns every prefix followed by a byte of each of next in
+// turn, in every combination, and a few bytes more: a sibling's head is
+// all that is taken of its form.
+func extend(prefixes [][]byte, next ...[]byte) [][]byte {
+	out := prefixes
+	for _, bs := range next {
+		var longer [][]byte
+		for _, p := range out {
+			for _, b := range bs {
+				longer = append(longer, append(slices.Clip(p), b))
+			}
+		}
+		out = longer
+	}
+	for i := range out {
+		out[i] = append(out[i], "aaaaaaaa"...)
+	}
+	return out
 }
 
 // commonPrefix is the length of the longest common prefix of a and b.

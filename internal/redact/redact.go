@@ -228,7 +228,7 @@ func New(secrets []Secret) (*Redactor, error) {
 	heads := make(map[uint32]*head)
 	longs := make(map[string]*longHead)
 	var patterns []*pattern
-	seen := make(map[string]bool)
+	seen := make(map[string]*pattern)
 	minLen := math.MaxInt
 	for _, sec := range secrets {
 		if len(sec.Value) < MinSecretLen {
@@ -239,13 +239,15 @@ func New(secrets []Secret) (*Redactor, error) {
 		}
 		repl := []byte("[REDACTED:" + sec.Name + "]")
 		for _, f := range forms(sec.Value) {
-			if seen[f.text] {
+			if p := seen[f.text]; p != nil {
+				r.addHeads(p, f.heads, heads, longs)
 				continue
 			}
-			seen[f.text] = true
 			p := &pattern{value: []byte(f.text), replacement: repl, order: len(patterns), secret: len(r.names) - 1, hold: f.hold, head: f.head}
+			seen[f.text] = p
 			patterns = append(patterns, p)
 			r.insert(p, heads, longs)
+			r.addHeads(p, f.heads, heads, longs)
 			h := prefixHash(binary.LittleEndian.Uint32(p.value))
 			r.filter[h/64] |= 1 << (h % 64)
 			r.maxLen = max(r.maxLen, len(p.value))
@@ -292,43 +294,9 @@ type trieNode struct {
 	next map[uint32]*trieNode
 }
 
-// insert puts p in r's trie and leads, and its head in heads by its
-// first 1 to 3 bytes: there, a head longer than 3 bytes (see form) is a
-// longHead, one for all the patterns of that head (kept in longs by its
-// bytes), in the long of those heads.
+// insert puts p in r's trie, and its head (see addHead).
 func (r *Redactor) insert(p *pattern, heads map[uint32]*head, longs map[string]*longHead) {
-	v := uint16(p.value[0])<<8 | uint16(p.value[1])
-	r.leads[v/64] |= 1 << (v % 64)
-	var l *longHead
-	added := false
-	if p.head > headLen {
-		l = longs[string(p.value[:p.head])]
-		if l == nil {
-			l, added = &longHead{head: p.value[:p.head]}, true
-			longs[string(l.head)] = l
-		}
-		if p.shorter(l.shortest) {
-			l.shortest = p
-		}
-		l.hold = max(l.hold, p.hold)
-	}
-	for n := 1; n <= headLen; n++ {
-		k := headKey(p.value[:n])
-		h := heads[k]
-		if h == nil {
-			h = &head{}
-			heads[k] = h
-		}
-		switch {
-		case l == nil:
-			if p.shorter(h.shortest) {
-				h.shortest = p
-			}
-			h.hold = max(h.hold, p.hold)
-		case added:
-			h.long = append(h.long, l)
-		}
-	}
+	r.addHead(p, p.value[:p.head], heads, longs)
 	key := binary.LittleEndian.Uint32(p.value)
 	n := r.trie[key]
 	if n == nil {
@@ -349,6 +317,53 @@ func (r *Redactor) insert(p *pattern, heads map[uint32]*head, longs map[string]*
 	}
 	n.ends = append(n.ends, p)
 	slices.SortStableFunc(n.ends, func(a, b *pattern) int { return len(b.value) - len(a.value) })
+}
+
+// addHeads adds the heads of p's siblings (see form), each cut to p's
+// head's length, as heads of p.
+func (r *Redactor) addHeads(p *pattern, hs []string, heads map[uint32]*head, longs map[string]*longHead) {
+	for _, h := range hs {
+		r.addHead(p, []byte(h[:min(len(h), p.head)]), heads, longs)
+	}
+}
+
+// addHead puts hd, a head of p, in r's leads and in heads by its first 1
+// to 3 bytes: there, a head longer than 3 bytes (see form) is a longHead,
+// one for all the patterns of that head (kept in longs by its bytes), in
+// the long of those heads.
+func (r *Redactor) addHead(p *pattern, hd []byte, heads map[uint32]*head, longs map[string]*longHead) {
+	v := uint16(hd[0])<<8 | uint16(hd[1])
+	r.leads[v/64] |= 1 << (v % 64)
+	var l *longHead
+	added := false
+	if len(hd) > headLen {
+		l = longs[string(hd)]
+		if l == nil {
+			l, added = &longHead{head: hd}, true
+			longs[string(l.head)] = l
+		}
+		if p.shorter(l.shortest) {
+			l.shortest = p
+		}
+		l.hold = max(l.hold, p.hold)
+	}
+	for n := 1; n <= min(headLen, len(hd)); n++ {
+		k := headKey(hd[:n])
+		h := heads[k]
+		if h == nil {
+			h = &head{}
+			heads[k] = h
+		}
+		switch {
+		case l == nil:
+			if p.shorter(h.shortest) {
+				h.shortest = p
+			}
+			h.hold = max(h.hold, p.hold)
+		case added:
+			h.long = append(h.long, l)
+		}
+	}
 }
 
 // setHeads puts heads in r.heads, and the pairs of those of 3 bytes in
