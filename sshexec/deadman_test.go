@@ -36,6 +36,7 @@ type proxy struct {
 	links  []chan struct{} // one a connection, closed to cut it
 	cutAll bool
 	closed bool
+	limit  int // connections past this many are closed at once; 0: none
 	wg     sync.WaitGroup
 	// up counts the bytes forwarded from the client to the server;
 	// upReached closes once they are upLimit or more (see afterUp).
@@ -75,6 +76,10 @@ func (p *proxy) accept() {
 		if err != nil {
 			return
 		}
+		if p.full() {
+			c.Close()
+			continue
+		}
 		s, err := net.Dial("tcp", p.to)
 		if err != nil {
 			c.Close()
@@ -107,6 +112,20 @@ func (p *proxy) track(conns ...net.Conn) (<-chan struct{}, bool) {
 	}
 	p.links = append(p.links, cut)
 	return cut, true
+}
+
+// refuseAfter makes the proxy close every connection after the first
+// n at once, as a server past a limit of its own would.
+func (p *proxy) refuseAfter(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limit = n
+}
+
+func (p *proxy) full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit > 0 && len(p.links) >= p.limit
 }
 
 // connections counts the connections made through the proxy.
@@ -473,7 +492,7 @@ func TestDeadManDisarmed(t *testing.T) {
 // command with them).
 func TestWrapNamesItsFIFO(t *testing.T) {
 	const id = "runid"
-	script := wrap(&Request{Command: "true", Stdin: []byte("x"), Env: map[string]string{"V": "@N@ @ID@"}}, id, true, 5*time.Second, time.Second, false)
+	script := wrap(&Request{Command: "true", Stdin: []byte("x"), Env: map[string]string{"V": "@N@ @ID@"}}, id, armedStdin, 5*time.Second, time.Second, false)
 	given := strings.Count(script, "@ID@") + strings.Count(script, "@N@")
 	if given != 2 || !strings.Contains(script, "/actiongw-"+id+".in") {
 		t.Errorf("got %d placeholders left (want the call's 2), FIFO named for the run: %v; script:\n%s", given, strings.Contains(script, "/actiongw-"+id+".in"), script)

@@ -378,7 +378,11 @@ type run struct {
 // script is the command line sent for the run's command: the command
 // inside the wrapper (see wrap).
 func (r *run) script() string {
-	return wrap(&r.req, r.runID, !r.target.UsePTY, heartbeatDeadline(r.target.keepalive()), r.target.stopGrace(), r.target.noSubreaper)
+	arm := armedStdin
+	if r.target.UsePTY {
+		arm = unarmed
+	}
+	return wrap(&r.req, r.runID, arm, heartbeatDeadline(r.target.keepalive()), r.target.stopGrace(), r.target.noSubreaper)
 }
 
 func (r *run) run(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, script string) (*Result, error) {

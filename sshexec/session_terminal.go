@@ -43,6 +43,12 @@ const LoginShell = `exec "${SHELL:-/bin/sh}" -l`
 // (a ForceCommand) never sends it, and its screen is shown after that.
 const terminalMarkerWait = 5 * time.Second
 
+// watcherArmWait is how long a terminal's program waits for its watcher
+// to arm (see awaitWatcher) before the wrapper gives up and runs
+// nothing: time for a new connection and a certificate, as a CA
+// target's watcher needs, on a loaded host.
+const watcherArmWait = 30 * time.Second
+
 // A Terminal is a program running on a pseudo-terminal of a target, in
 // the remote wrapper as a command of Run is: its processes are found by
 // the wrapper's process group, run id and, with perl on Linux, as the
@@ -54,8 +60,9 @@ const terminalMarkerWait = 5 * time.Second
 // or the session closes (the gateway killed, its connection lost), the
 // server closes the terminal, the kernel sends HUP to the session
 // leader, and the supervisor (or, without one, the shell) stops what the
-// program started. A network cut that closes nothing fires it only when
-// the server's own keepalive (ClientAliveInterval) gives up.
+// program started. A network cut closes nothing: for it, a watcher runs
+// in a session of its own beside the terminal's (see watch), and the
+// program starts only once it is armed.
 type Terminal struct {
 	r     *run
 	ctx   context.Context
@@ -101,7 +108,7 @@ func (l *Lease) StartTerminal(ctx context.Context, req TerminalRequest) (*Termin
 		l.conn.release()
 		return nil, fmt.Errorf("target %q: %w", l.target.Name, err)
 	}
-	script := wrap(&r.req, r.runID, false, heartbeatDeadline(l.target.keepalive()), l.target.stopGrace(), l.target.noSubreaper)
+	script := wrap(&r.req, r.runID, armedBeside, watcherArmWait, l.target.stopGrace(), l.target.noSubreaper)
 	if l.target.Auth.CA != nil {
 		if err := checkCommand(&r.req, script); err != nil {
 			cancel(nil)
@@ -143,8 +150,10 @@ func (l *Lease) StartTerminal(ctx context.Context, req TerminalRequest) (*Termin
 // runs watchScript in a session beside the terminal's and feeds it
 // heartbeats until Wait ends it, after its own stop: it stands down when
 // that stop verified the processes gone, and fires otherwise, as it
-// would for a lost client. Without that line (a server that gave its
-// shell) there is nothing it could find.
+// would for a lost client. The wrapper runs the program once the watcher
+// says it is armed (see awaitWatcher); a watcher that cannot be started
+// ends the session. Without that line (a server that gave its shell)
+// there is nothing it could find.
 func (t *Terminal) watch() {
 	defer close(t.watchDone)
 	r := t.r
@@ -161,9 +170,7 @@ func (t *Terminal) watch() {
 	command := watchScript(w, r.runID, heartbeatDeadline(hb))
 	ch, reqs, release, err := r.controlSession(t.ctx, command)
 	if err != nil {
-		if t.ctx.Err() == nil {
-			r.conn.logger.Warn("could not arm the dead-man switch of a terminal session: a network cut would leave its processes running until the server's own keepalive gives up", "target", r.target.Name, "error", err)
-		}
+		t.endUnwatched(err)
 		return
 	}
 	defer release()
@@ -172,14 +179,32 @@ func (t *Terminal) watch() {
 		defer close(drained)
 		ssh.DiscardRequests(reqs)
 	}()
-	if ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{command})); err == nil && ok {
+	ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{command}))
+	if err == nil && !ok {
+		err = errors.New("the server refused to run it")
+	}
+	if err == nil {
 		heartbeats(ch, hb, t.watchStop, nil)
 		if t.gone.Load() {
 			ch.Write([]byte{'x'}) // stand down
 		}
+	} else {
+		t.endUnwatched(err)
 	}
 	ch.Close()
 	<-drained
+}
+
+// endUnwatched ends a session whose watcher could not be started (err):
+// its program waits for one (see awaitWatcher), and a session left
+// unwatched would outlive a network cut.
+func (t *Terminal) endUnwatched(err error) {
+	if t.ctx.Err() != nil {
+		return // ended already: no watcher was needed
+	}
+	r := t.r
+	r.conn.logger.Warn("could not arm the dead-man switch of a terminal session, so it was ended", "target", r.target.Name, "error", err)
+	r.cancel(fmt.Errorf("the session's dead-man switch could not be armed, so the session was ended: %w", err))
 }
 
 // open starts a session on ch: the terminal, then the request (exec with

@@ -3,7 +3,12 @@
 package sshexec
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +70,28 @@ func TestTerminalWatcherFiresUnverified(t *testing.T) {
 	}
 	testenv.WaitFor(t, 60*time.Second, "the session's processes to be gone once the stop could not check them",
 		func() bool { return !running() })
+}
+
+// TestTerminalWatcherNotArmed: a terminal whose watcher cannot be
+// started (on a CA target it needs a connection of its own, and none can
+// be made) never runs its program, which would outlive a network cut
+// unwatched: the gateway ends the session and says why, and the wrapper,
+// which no stop can reach either, gives up by itself.
+func TestTerminalWatcherNotArmed(t *testing.T) {
+	cs, tg, px := caViaProxy(t)
+	px.refuseAfter(1) // the terminal's
+	dir := cs.UserDir(t)
+	term, _, _ := startTerminal(t, newPool(t), tg, TerminalRequest{Command: "echo ran > " + dir + "/ran; sleep 987033"})
+	res, _ := term.Wait()
+	if res.Status != StatusCancelled || !strings.Contains(res.Reason, "dead-man switch could not be armed") {
+		t.Errorf("status %s (%s); want cancelled, the dead-man switch named", res.Status, res.Reason)
+	}
+	direct := newPool(t)
+	testenv.WaitFor(t, 2*watcherArmWait, "the wrapper to give up waiting for its watcher",
+		func() bool { return ps(t, direct, cs.target(), "987033") == "" })
+	if _, err := os.Stat(filepath.Join(dir, "ran")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the program ran without a watcher (%v)", err)
+	}
 }
 
 // caViaProxy is a CA server and a target on it through a new proxy, as

@@ -70,7 +70,8 @@ import (
 // terminal, and the kernel hangs the session up when sshd closes it,
 // which sends HUP to the session leader: the supervisor stops its tree as
 // for a TERM. A terminal session (Terminal) runs its switch in a session
-// of its own instead (watchScript), which a network cut fires too.
+// of its own instead (watchScript), which a network cut fires too, and
+// its program waits until that switch is armed (awaitWatcher).
 //
 // What is not verified: on a host without /proc (not Linux) only the
 // process group and the run id can be looked for, so a stop there is
@@ -412,7 +413,7 @@ set --
 	__agw_k=
 fi
 printf '\036actiongw-pgid %d armed=%s sub=%s start=%s group=%s\n' "$__agw_g" "$__agw_a" "$__agw_sub" "$__agw_st" "$__agw_pg" >&2
-@PRE@ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
+@AWAIT@@PRE@ACTIONGW_RUN=@ID@; export ACTIONGW_RUN
 if [ -n "$__agw_a" ]; then
 	@RUN@ <"${__agw_f:-/dev/null}" 3<&-
 else
@@ -440,29 +441,76 @@ const (
 func watchScript(w wrapperInfo, runID string, deadline time.Duration) string {
 	p := fmt.Sprint(int(deadline.Round(time.Second) / time.Second))
 	return "trap '' HUP INT PIPE TERM\nexec 3<&0 </dev/null >/dev/null 2>&1\n" +
+		strings.ReplaceAll(watcherArmed, "@ID@", runID) + "\n" +
 		strings.ReplaceAll(heartbeatTimeout, "@P@", p) + "\n" + heartbeatLoop + "\n" +
 		"(" + killScript("TERM", w, runID) + ")\nsleep 1\n(" + killScript("KILL", w, runID) + ")\nexit 0"
 }
 
-// The lines that set @ARM@: not armed; armed without stdin; armed with a
-// FIFO for stdin, or not armed when it cannot be made. The watcher reads
-// with head: where the PATH has none, it would take the first read for a
-// lost client and stop the command at once, so it is not armed; nor,
-// with stdin, where there is no wc to check that all of stdin came.
+// arming is how a wrapper arms its dead-man switch (see wrap).
+type arming int
+
 const (
-	armOff  = `__agw_a= __agw_f=`
-	armOn   = `__agw_a= __agw_f=; command -v head >/dev/null 2>&1 && __agw_a=1`
-	armFIFO = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; command -v head >/dev/null 2>&1 && command -v wc >/dev/null 2>&1 && mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
+	// unarmed: the hang-up alone, as for a command on a pseudo-terminal,
+	// whose stdin cannot carry heartbeats.
+	unarmed arming = iota
+	// armedStdin: the wrapper's own watcher reads heartbeats on stdin,
+	// where the host allows (armOn, armFIFO).
+	armedStdin
+	// armedBeside: a terminal's. Its watcher runs in a session of its own
+	// (watchScript), and the program waits for it (awaitWatcher).
+	armedBeside
 )
+
+// The lines that set @ARM@: not armed; armed without stdin; armed with a
+// FIFO for stdin, or not armed when it cannot be made; a terminal's,
+// which makes and opens the FIFO its watcher says it is armed through
+// (see awaitWatcher), or leaves __agw_wf empty when it cannot. The
+// watcher reads with head: where the PATH has none, it would take the
+// first read for a lost client and stop the command at once, so it is
+// not armed; nor, with stdin, where there is no wc to check that all of
+// stdin came.
+const (
+	armOff   = `__agw_a= __agw_f=`
+	armOn    = `__agw_a= __agw_f=; command -v head >/dev/null 2>&1 && __agw_a=1`
+	armFIFO  = `__agw_a= __agw_f="${TMPDIR:-/tmp}/actiongw-@ID@.in"; command -v head >/dev/null 2>&1 && command -v wc >/dev/null 2>&1 && mkfifo -m 600 "$__agw_f" 2>/dev/null && __agw_a=1 || __agw_f=`
+	armAwait = `__agw_a= __agw_f= __agw_wf="${TMPDIR:-/tmp}/actiongw-@ID@.arm"; command -v head >/dev/null 2>&1 && mkfifo -m 600 "$__agw_wf" 2>/dev/null && exec 9<>"$__agw_wf" || __agw_wf=`
+)
+
+// awaitWatcher (@AWAIT@, a terminal's, right after its marker line)
+// holds the program back until its watcher, which the gateway starts once
+// that line arrived, writes "a" into the FIFO armAwait made and opened
+// (watcherArmed): a network cut before then leaves nothing running that
+// no watcher watches. Where timeout exists, it waits @P@ seconds at most,
+// then runs nothing; a stop ends the wait as it ends a program (GNU's
+// timeout puts itself and its head in a group of their own, so without
+// the supervisor they outlive that stop, for @P@ seconds at most, and
+// start nothing). Without the FIFO (no mkfifo or head, a $TMPDIR it
+// cannot write), the program starts at once, unwatched until its watcher
+// arms.
+const awaitWatcher = `if [ -n "$__agw_wf" ]; then
+	` + heartbeatTimeout + `
+	__agw_b=$($__agw_t head -c 1 <&9)
+	rm -f "$__agw_wf"; exec 9<&-
+	[ "$__agw_b" = a ] || { echo 'actiongw: the dead-man switch of this session was not armed in time, so its program was not started' >&2; exit 125; }
+fi
+`
+
+// watcherArmed, in watchScript once its stdin carries the heartbeats,
+// tells the terminal's wrapper that its watcher is armed (awaitWatcher).
+// Opened for reading and writing, the FIFO never blocks it: a wrapper
+// that gave up and removed it leaves at most a file of one byte, which a
+// stop's cleanupScript removes.
+const watcherArmed = `__agw_wf="${TMPDIR:-/tmp}/actiongw-@ID@.arm"; [ -p "$__agw_wf" ] && printf a 1<>"$__agw_wf"`
 
 // cleanupScript removes what a run leaves in $TMPDIR when it is stopped
 // before it could: the stdin FIFO of a wrapper stopped before its watcher
-// opened it, the watcher's staged stdin, and sudo's askpass directory (see
-// sudoFunc) of a command stopped while sudo ran. It runs as the login
+// opened it, a terminal's FIFO (see awaitWatcher), the watcher's staged
+// stdin, and sudo's askpass directory (see sudoFunc) of a command stopped
+// while sudo ran. It runs as the login
 // user, whose $TMPDIR is the wrapper's (the call's env comes later; under
 // sudo, the login shell gets none of it).
 func cleanupScript(runID string) string {
-	return strings.ReplaceAll(`__agw_d=${TMPDIR:-/tmp}; rm -rf "$__agw_d/actiongw-@ID@.in" "$__agw_d"/actiongw-stdin-@ID@.* "$__agw_d"/actiongw-sudo-@ID@.* 2>/dev/null
+	return strings.ReplaceAll(`__agw_d=${TMPDIR:-/tmp}; rm -rf "$__agw_d/actiongw-@ID@.in" "$__agw_d/actiongw-@ID@.arm" "$__agw_d"/actiongw-stdin-@ID@.* "$__agw_d"/actiongw-sudo-@ID@.* 2>/dev/null
 `, "@ID@", runID)
 }
 
@@ -497,16 +545,21 @@ done
 exit 0`
 
 // wrap returns the script that runs req's command on the target; see
-// wrapperScript and wrapperBody. With arm, the dead-man switch is armed where the host
-// allows; deadline is how long its watcher waits for a heartbeat, and
-// grace how long the supervisor waits after a TERM before it sends KILL.
-// With noSub, the host's perl is not used.
-func wrap(req *Request, runID string, arm bool, deadline, grace time.Duration, noSub bool) string {
-	line := armOff
+// wrapperScript and wrapperBody. arm says how the dead-man switch is
+// armed where the host allows; deadline is how long the wrapper waits
+// for the gateway: its watcher for a heartbeat, or armedBeside, the
+// program for its watcher to arm. grace is how long the supervisor waits
+// after a TERM before it sends KILL. With noSub, the host's perl is not
+// used.
+func wrap(req *Request, runID string, arm arming, deadline, grace time.Duration, noSub bool) string {
+	seconds := fmt.Sprint(int(deadline.Round(time.Second) / time.Second))
+	line, await := armOff, ""
 	switch {
-	case arm && len(req.Stdin) > 0:
+	case arm == armedBeside:
+		line, await = armAwait, strings.ReplaceAll(awaitWatcher, "@P@", seconds)
+	case arm == armedStdin && len(req.Stdin) > 0:
 		line = armFIFO
-	case arm:
+	case arm == armedStdin:
 		line = armOn
 	}
 	setup, pre, run, fire, rootFire := "", prelude(req.Dir, req.Env), `eval "$__agw_cmd"`, fireUser, ""
@@ -527,6 +580,7 @@ func wrap(req *Request, runID string, arm bool, deadline, grace time.Duration, n
 		// The replacer does not look again at what it put in: the
 		// line's own @ID@ (the FIFO's name) is replaced here.
 		"@ARM@", strings.ReplaceAll(line, "@ID@", runID),
+		"@AWAIT@", await,
 		"@SETUP@", setup,
 		"@PRE@", pre,
 		"@RUN@", run,
@@ -535,7 +589,7 @@ func wrap(req *Request, runID string, arm bool, deadline, grace time.Duration, n
 		"@CLEAN@", cleanupScript(runID),
 		"@ID@", runID,
 		"@N@", fmt.Sprint(len(req.Stdin)),
-		"@P@", fmt.Sprint(int(deadline.Round(time.Second)/time.Second)),
+		"@P@", seconds,
 	).Replace(wrapperBody)
 	sub := ""
 	if !noSub {

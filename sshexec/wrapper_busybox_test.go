@@ -41,7 +41,7 @@ func startBusyboxWrapper(t *testing.T, req *Request, deadline time.Duration) (w 
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	cmd := exec.Command(filepath.Join(path, "sh"), "-c", wrap(req, newRunID(), true, deadline, time.Second, false))
+	cmd := exec.Command(filepath.Join(path, "sh"), "-c", wrap(req, newRunID(), armedStdin, deadline, time.Second, false))
 	cmd.Env = []string{"PATH=" + path, "TMPDIR=" + t.TempDir()}
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

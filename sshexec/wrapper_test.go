@@ -39,7 +39,7 @@ func FuzzCommandCheck(f *testing.F) {
 			stdinLen = -stdinLen
 		}
 		req := &Request{Command: command, Stdin: make([]byte, stdinLen%4096)}
-		script := wrap(req, newRunID(), true, 5*time.Second, time.Second, false)
+		script := wrap(req, newRunID(), armedStdin, 5*time.Second, time.Second, false)
 		err := checkCommand(req, script)
 		wantRefused := strings.IndexByte(command, 0) >= 0 || len(script) > maxScriptBytes
 		if (err != nil) != wantRefused {
@@ -115,7 +115,7 @@ func TestCheckCommandEnv(t *testing.T) {
 		{nil, "a\x00b", true},
 	} {
 		req := &Request{Command: "true", Env: tt.env, Dir: tt.dir}
-		err := checkCommand(req, wrap(req, newRunID(), true, 5*time.Second, time.Second, false))
+		err := checkCommand(req, wrap(req, newRunID(), armedStdin, 5*time.Second, time.Second, false))
 		var ce *CommandError
 		if refused := errors.As(err, &ce); refused != tt.want {
 			t.Errorf("env %q dir %q: %v; want refused %v", tt.env, tt.dir, err, tt.want)
