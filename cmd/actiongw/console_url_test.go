@@ -123,11 +123,13 @@ func TestConsoleURLElicitation(t *testing.T) {
 	page := regexp.MustCompile(`^http://127\.0\.0\.1:[0-9]+/#question=[A-Z0-9]+$`)
 	login := strings.SplitN(loginURL, "?", 2)
 	token := strings.TrimPrefix(login[1], "token=")
-	for _, c := range []struct {
+	questions := []struct {
 		client *pointedClient
 		what   string
 		answer string
-	}{{both, denied, "decline"}, {urlOnly, approved, "approve"}} {
+		done   <-chan *mcp.CallToolResult
+	}{{both, denied, "decline", deniedDone}, {urlOnly, approved, "approve", approvedDone}}
+	for i, c := range questions {
 		q := c.client.pointer(t, c.what)
 		if q.Mode != "url" || !page.MatchString(q.URL) || q.ElicitationID == "" {
 			t.Fatalf("pointed with mode %q, url %q, id %q; want url mode, the console's page and an id", q.Mode, q.URL, q.ElicitationID)
@@ -135,13 +137,14 @@ func TestConsoleURLElicitation(t *testing.T) {
 		if strings.Contains(q.URL, token) || !strings.HasPrefix(q.URL, login[0][:len(login[0])-len("login")]) {
 			t.Errorf("the address handed to the client, %q, holds the login token or is not the console's", q.URL)
 		}
-		// The client accepted with "approve" at once; the call still waits.
-		select {
-		case r := <-deniedDone:
-			t.Fatalf("a call ended on the client's answer to its pointer: %v", r)
-		case r := <-approvedDone:
-			t.Fatalf("a call ended on the client's answer to its pointer: %v", r)
-		default:
+		// The client accepted with "approve" at once; its call, and
+		// those of the questions not yet answered, still wait.
+		for _, later := range questions[i:] {
+			select {
+			case r := <-later.done:
+				t.Fatalf("a call ended on the client's answer to its pointer: %v", r)
+			default:
+			}
 		}
 		// Without the session, the address opens nothing.
 		resp, err := http.Get(q.URL)
