@@ -421,7 +421,7 @@ func (c *conn) readLoop() {
 			c.readErr = err
 			return
 		}
-		msg, ok := c.decode(frame)
+		msg, ok := c.decode(frame, c.fr.Owned())
 		if !ok {
 			continue
 		}
@@ -443,8 +443,8 @@ func (c *conn) readLoop() {
 // level shows one, so that the call it was ends at the client: a frame
 // nested deeper than the decoder allows, JSON that breaks off after the
 // id, a message with a member of the wrong type.
-func (c *conn) decode(frame []byte) (jsonrpc.Message, bool) {
-	small, value, lifted := lift(frame)
+func (c *conn) decode(frame []byte, owned bool) (jsonrpc.Message, bool) {
+	small, value, lifted := lift(frame, owned)
 	msg, err := jsonrpc.DecodeMessage(small)
 	if err == nil {
 		if lifted {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,8 +52,11 @@ const placeholder = "actiongw-lifted"
 // tools/call of a tool in liftable whose argument is a string that
 // decodes to its own bytes (no escape, valid UTF-8), and the path to it
 // is unambiguous (wire.Members). It returns the frame with placeholder in
-// the value's place, and the value; or frame itself and no value.
-func lift(frame []byte) (small []byte, value string, ok bool) {
+// the value's place, and the value; or frame itself and no value. When
+// the frame is owned (the reader's for good, wire.Reader.Owned), the
+// value is a string over its bytes, not a copy: for 7 MB of content the
+// copy cost more than the SFTP writes, and the collector ran for it.
+func lift(frame []byte, owned bool) (small []byte, value string, ok bool) {
 	if len(frame) < liftMin {
 		return frame, "", false
 	}
@@ -78,6 +82,9 @@ func lift(frame []byte) (small []byte, value string, ok bool) {
 	small = append(small, frame[:at+1]...)
 	small = append(small, placeholder...)
 	small = append(small, frame[at+1+len(text):]...)
+	if owned {
+		return small, unsafe.String(unsafe.SliceData(text), len(text)), true
+	}
 	return small, string(text), true
 }
 

@@ -38,7 +38,7 @@ func BenchmarkUploadFrame(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			small, value, lifted := lift(frame)
+			small, value, lifted := lift(frame, fr.Owned())
 			if _, err := jsonrpc.DecodeMessage(small); err != nil {
 				b.Fatal(err)
 			}

@@ -40,7 +40,10 @@ func TestLift(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			small, value, ok := lift(c.frame)
+			small, value, ok := lift(c.frame, false)
+			if _, shared, _ := lift(c.frame, true); shared != value {
+				t.Errorf("lifted from an owned frame: a value of %d bytes; want the %d of a copy", len(shared), len(value))
+			}
 			if ok != c.lifts {
 				t.Fatalf("lifted: %v; want %v", ok, c.lifts)
 			}
@@ -90,7 +93,7 @@ func FuzzLift(f *testing.F) {
 		// Padded past liftMin inside the arguments' first string, if any.
 		padded := strings.Replace(string(args), `"abc"`, `"`+big+`"`, 1)
 		frame := liftFrame(string(tool), padded)
-		small, value, ok := lift(frame)
+		small, value, ok := lift(frame, true)
 		if !ok {
 			if string(small) != string(frame) {
 				t.Fatal("a frame not lifted came back changed")

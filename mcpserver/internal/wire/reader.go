@@ -76,6 +76,7 @@ type Reader struct {
 	skipping   bool     // the current line is over the limit and being discarded
 	skipped    int64    // bytes of the current line discarded so far
 	last       []byte   // the last bytes of the line being discarded (keepEnds, at most twice that)
+	owned      bool     // the frame Next returned last is the caller's (see Owned)
 }
 
 // NewReader returns a Reader of frames of at most limit bytes from r.
@@ -94,12 +95,12 @@ func newReaderSize(r io.Reader, limit int, metrics *Metrics, bufSize int) *Reade
 
 // Next returns the next frame without its line ending ("\n" or "\r\n").
 // Lines holding only spaces, tabs or '\r' are skipped. The frame is valid
-// until the next call; one longer than the frame buffer is the caller's. A line over the limit yields an *OversizeError once
+// until the next call, unless Owned says it is the caller's. A line over the limit yields an *OversizeError once
 // its newline (or the end of the stream) is reached, and the caller may call
 // Next again. A last line without a newline is returned as a frame; after
 // it, Next returns io.EOF or the error from the underlying reader.
 func (fr *Reader) Next() ([]byte, error) {
-	fr.frame = fr.frame[:0]
+	fr.frame, fr.owned = fr.frame[:0], false
 	for {
 		if fr.head < fr.tail {
 			chunk := fr.buf[fr.head:fr.tail]
@@ -242,6 +243,7 @@ func (fr *Reader) endLine(tail []byte) ([]byte, error) {
 			line = append(line, c...)
 		}
 		fr.releaseChunks()
+		fr.owned = true
 	}
 	size := len(line)
 	line = bytes.TrimSuffix(line, []byte{'\r'})
@@ -254,6 +256,13 @@ func (fr *Reader) endLine(tail []byte) ([]byte, error) {
 	}
 	return line, nil
 }
+
+// Owned reports whether the frame Next returned last is the caller's for
+// good: a line longer than the frame buffer, copied out of its chunks
+// into memory of its own, which no later call reads into. A caller may
+// then keep it, or a string made over it without a copy, as long as it
+// never writes to it.
+func (fr *Reader) Owned() bool { return fr.owned }
 
 // endStream handles the end of the underlying stream: a pending line is
 // delivered (or reported as oversize) before the error.

@@ -243,3 +243,45 @@ func TestErrorFrame(t *testing.T) {
 		t.Errorf("got %s; want %s", got, want)
 	}
 }
+
+// TestReaderOwned: a frame Owned calls the caller's keeps its bytes while
+// the reader goes on, whatever the read size and spill point; a line
+// longer than the frame buffer is one, and one the buffer held is not.
+func TestReaderOwned(t *testing.T) {
+	var input strings.Builder
+	var lines []string
+	for i, n := range []int{keepFrameCap + 1, 10, 3 * chunkSize, 300, keepFrameCap, 2*chunkSize + 7, 5} {
+		line := strings.Repeat(string(rune('a'+i)), n)
+		lines = append(lines, line)
+		input.WriteString(line + "\n")
+	}
+	for _, bufSize := range []int{7, 4096, readBufSize} {
+		for _, spillAt := range []int{keepFrameCap, 2} {
+			t.Run(fmt.Sprintf("buf%d/spill%d", bufSize, spillAt), func(t *testing.T) {
+				fr := newReaderSize(strings.NewReader(input.String()), 4*chunkSize, nil, bufSize)
+				fr.spillAt = spillAt
+				kept := map[int][]byte{}
+				for i, want := range lines {
+					frame, err := fr.Next()
+					if err != nil || string(frame) != want {
+						t.Fatalf("frame %d: %d bytes, %v; want %d bytes", i, len(frame), err, len(want))
+					}
+					if fr.Owned() {
+						kept[i] = frame
+					}
+					if spillAt == keepFrameCap && (len(want) > keepFrameCap) != fr.Owned() {
+						t.Errorf("frame %d of %d bytes: Owned() = %v", i, len(want), fr.Owned())
+					}
+				}
+				if _, err := fr.Next(); err != io.EOF {
+					t.Fatalf("after the last frame: %v; want EOF", err)
+				}
+				for i, frame := range kept {
+					if string(frame) != lines[i] {
+						t.Errorf("frame %d, owned, changed after later reads", i)
+					}
+				}
+			})
+		}
+	}
+}
