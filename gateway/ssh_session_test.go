@@ -29,15 +29,6 @@ const (
 	otherSecret = "never-typed-secret-93"
 )
 
-// fixedAuditKey is the fixture's audit key. The redactor holds a
-// session's output on the first 3 bytes of any form of any secret, the
-// audit log's key too, with line breaks seen through: a random key of
-// hex digits that begins with digits (its raw form "293…", its hex form
-// "3X3…") holds a screen of numbers, such as less's page of seq (about
-// one random key in three), until some 2 KB more arrive. Its forms'
-// heads here ("zzz", "7a7", "enp") are in no test's output.
-const fixedAuditKey = "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
-
 // sessionFixture is a gateway on a real sshd (sessions need a terminal,
 // which the demo's server does not give) with target term (sessions,
 // the secret "enable" typeable), plain (no sessions) and an extra target
@@ -66,7 +57,7 @@ func newSessionFixture(t *testing.T, opts sshtest.Options, extra string) *sessio
 		t.Fatal(err)
 	}
 	store := secrets.Memory{"box-key": s.ClientKey, "enable": []byte(typedSecret), "other": []byte(otherSecret),
-		audit.KeyName: []byte(fixedAuditKey)}
+		audit.KeyName: audit.NewKey()}
 	gw := New(context.Background(), Options{Config: cfg, Secrets: store})
 	t.Cleanup(func() { gw.Close() })
 	return &sessionFixture{gw: gw, s: s, state: state, cfg: cfg}

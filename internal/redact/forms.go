@@ -199,9 +199,11 @@ var opensshMagic = []byte(base64.StdEncoding.EncodeToString([]byte("openssh-key-
 // tokenPrefixes are the prefixes that providers put in front of every
 // token of a kind, in their documentation, so that scanners can find
 // them: GitHub, GitLab, Slack, Stripe, npm, PyPI, OpenAI, Anthropic,
-// Google's API keys and AWS's key ids. Each says what the token is and
-// nothing of it. Longer ones first, where one begins another.
+// Google's API keys and AWS's key ids; and our own audit log's key
+// (audit.KeyPrefix). Each says what the token is and nothing of it.
+// Longer ones first, where one begins another.
 var tokenPrefixes = []string{
+	"actiongw-audit-v1-",
 	"github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "glpat-",
 	"xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xapp-",
 	"sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_",
