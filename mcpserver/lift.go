@@ -53,9 +53,9 @@ const placeholder = "actiongw-lifted"
 // decodes to its own bytes (no escape, valid UTF-8), and the path to it
 // is unambiguous (wire.Members). It returns the frame with placeholder in
 // the value's place, and the value; or frame itself and no value. When
-// the frame is owned (the reader's for good, wire.Reader.Owned), the
-// value is a string over its bytes, not a copy: for 7 MB of content the
-// copy cost more than the SFTP writes, and the collector ran for it.
+// the frame is owned (the caller's for good, wire.Reader.Owned), the
+// value is a string over its bytes, not a copy: for an upload's 7 MB of
+// content the copy took some 3 ms a call, and the collector ran for it.
 func lift(frame []byte, owned bool) (small []byte, value string, ok bool) {
 	if len(frame) < liftMin {
 		return frame, "", false

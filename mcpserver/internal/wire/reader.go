@@ -236,14 +236,14 @@ func (fr *Reader) endLine(tail []byte) ([]byte, error) {
 		fr.addPartial(tail)
 		line = fr.frame
 	}
-	if fr.chunked > 0 {
+	joined := fr.chunked > 0
+	if joined {
 		line = make([]byte, 0, len(fr.frame)+fr.chunked)
 		line = append(line, fr.frame...)
 		for _, c := range fr.chunks {
 			line = append(line, c...)
 		}
 		fr.releaseChunks()
-		fr.owned = true
 	}
 	size := len(line)
 	line = bytes.TrimSuffix(line, []byte{'\r'})
@@ -254,6 +254,7 @@ func (fr *Reader) endLine(tail []byte) ([]byte, error) {
 	if fr.metrics != nil {
 		fr.metrics.noteFrameIn(int64(size))
 	}
+	fr.owned = joined
 	return line, nil
 }
 

@@ -246,7 +246,8 @@ func TestErrorFrame(t *testing.T) {
 
 // TestReaderOwned: a frame Owned calls the caller's keeps its bytes while
 // the reader goes on, whatever the read size and spill point; a line
-// longer than the frame buffer is one, and one the buffer held is not.
+// longer than the frame buffer is one, and one the buffer held is not,
+// also after a long blank line (skipped, never returned).
 func TestReaderOwned(t *testing.T) {
 	var input strings.Builder
 	var lines []string
@@ -254,6 +255,9 @@ func TestReaderOwned(t *testing.T) {
 		line := strings.Repeat(string(rune('a'+i)), n)
 		lines = append(lines, line)
 		input.WriteString(line + "\n")
+		if i == 2 || i == 3 {
+			input.WriteString(strings.Repeat(" ", keepFrameCap+5) + "\n")
+		}
 	}
 	for _, bufSize := range []int{7, 4096, readBufSize} {
 		for _, spillAt := range []int{keepFrameCap, 2} {
