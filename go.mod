@@ -49,7 +49,7 @@ require (
 	github.com/danieljoos/wincred v1.2.3 // indirect
 	github.com/google/jsonschema-go v0.4.3
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
-	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/asm v1.1.3
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/oauth2 v0.35.0

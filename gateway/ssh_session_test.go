@@ -213,6 +213,10 @@ func TestSessionHostile(t *testing.T) {
 		}
 	})
 	out := f.start(t, SSHSessionStartInput{})
+	// Wait for the login shell's prompt: text typed before it is echoed by
+	// the tty first, and the shell's "$ " then leads the command's output
+	// on its row, so an anchored wait_for below would never match.
+	f.send(t, SSHSessionSendInput{Handle: out.Handle, WaitFor: `(?m)^\$ ?$`})
 	t.Run("secret not in allow_secret_input", func(t *testing.T) {
 		for _, name := range []string{"other", "box-key", "missing"} {
 			r := f.gw.SSHSessionSend(ctx, SSHSessionSendInput{Handle: out.Handle, Secret: name, Keys: []string{"Enter"}})

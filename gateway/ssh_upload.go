@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unsafe"
+
+	fastbase64 "github.com/segmentio/asm/base64"
 
 	"github.com/actiongw/actiongw/internal/audit"
 	"github.com/actiongw/actiongw/internal/output"
@@ -174,7 +177,7 @@ func uploadContent(s *state, in SSHUploadInput) (io.Reader, int64, error) {
 		return strings.NewReader(*in.Content), int64(len(*in.Content)), nil
 	case "base64":
 		if n, ok := plainBase64Len(*in.Content); ok {
-			return base64.NewDecoder(base64.StdEncoding, strings.NewReader(*in.Content)), n, nil
+			return &base64Reader{text: *in.Content}, n, nil
 		}
 		// Line breaks, or not base64: decoded whole, for the decoder's
 		// own error.
@@ -223,6 +226,34 @@ func plainBase64Len(s string) (int64, bool) {
 		}
 	}
 	return int64(len(s)/4*3 - pad), true
+}
+
+// base64Reader decodes plain base64 (plainBase64Len said so) as it is
+// read, a block at a time, with the vectorised decoder of
+// github.com/segmentio/asm, which the SDK's JSON already builds in: for an
+// upload's 7 MB the standard decoder took some 5 ms of the call.
+type base64Reader struct {
+	text    string // not yet decoded: whole quanta
+	decoded []byte // decoded, not yet read
+	block   [48 << 10]byte
+}
+
+func (r *base64Reader) Read(p []byte) (int, error) {
+	if len(r.decoded) == 0 {
+		if r.text == "" {
+			return 0, io.EOF
+		}
+		text := r.text[:min(len(r.text), len(r.block)/3*4)]
+		// The decoder only reads its source.
+		n, err := fastbase64.StdEncoding.Decode(r.block[:], unsafe.Slice(unsafe.StringData(text), len(text)))
+		if err != nil {
+			return 0, fmt.Errorf("decoding base64 content: %w", err) // plainBase64Len rules it out
+		}
+		r.text, r.decoded = r.text[len(text):], r.block[:n]
+	}
+	n := copy(p, r.decoded)
+	r.decoded = r.decoded[n:]
+	return n, nil
 }
 
 // parseMode reads an upload's permission bits in octal; "" is 0644.
