@@ -147,6 +147,8 @@ func (k *httpRequest) execute(ctx context.Context, w []io.Writer, _ *atomic.Int6
 		duration: res.Duration, httpStatus: res.HTTPStatus, attempts: res.Attempts, headers: res.Headers}
 }
 
+func (k *httpRequest) drop() { k.in.Body, k.in.JSON, k.req.Body = "", nil, nil }
+
 func (k *httpRequest) finish(e *ended) *result {
 	headers, omitted := fitHeaders(e.headers)
 	out := &HTTPRequestOutput{Handle: e.handle, Endpoint: k.in.Endpoint, Status: e.status, HTTPStatus: e.httpStatus,

@@ -67,6 +67,16 @@ type kind interface {
 	finish(e *ended) *result
 }
 
+// sender is a kind whose call carries bytes it sends: an upload's content,
+// a command's stdin, a request's body. Once execute has returned, the
+// pipeline calls drop, and the kind lets go of them: the registry keeps
+// the last keepFinished finished actions, kinds and all, and each would
+// otherwise keep what its call sent (an inline upload of 5 MiB its 7 MB
+// frame, some 2.5 GB for the last 356). finish must not need them.
+type sender interface {
+	drop()
+}
+
 // asker is a kind whose decision may be to ask a person (policy.Asked):
 // question is what the person is asked, once check passed.
 type asker interface {
@@ -182,6 +192,7 @@ func (g *Gateway) run(ctx context.Context, s *state, a *action, progress Progres
 	a.progress = progress
 	waitLimit := waitFor(wait, s.core.server.Wait)
 	act, byCall, fail := g.start(ctx, s, a, waitLimit == 0)
+	a.progress = nil // start asked its questions; kept, it would keep the call (see launching)
 	if fail != nil {
 		return fail
 	}
@@ -318,7 +329,10 @@ type launch struct {
 // launching begins the launch of a call's action (it counts in g.wg until
 // undone or ended).
 func (g *Gateway) launching(ctx context.Context) *launch {
-	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	// Not derived from ctx: the action needs none of the call's values,
+	// and through them (its approver holds the request) the registry
+	// would keep each finished action's whole call.
+	actx, cancel := context.WithCancelCause(context.Background())
 	l := &launch{g: g, ctx: actx, cancel: cancel}
 	l.byCall = context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	l.byShutdown = context.AfterFunc(g.ctx, func() { cancel(context.Cause(g.ctx)) })
@@ -453,6 +467,9 @@ func (g *Gateway) carryOut(ctx context.Context, s *state, a *action, l *launch, 
 		ws[i] = follows[i]
 	}
 	e := a.kind.execute(ctx, ws, &live.received)
+	if k, ok := a.kind.(sender); ok {
+		k.drop()
+	}
 	for _, f := range follows {
 		f.end(e.status.cutShort())
 	}

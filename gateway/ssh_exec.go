@@ -135,8 +135,10 @@ func (k *sshExec) execute(ctx context.Context, w []io.Writer, _ *atomic.Int64) *
 	return e
 }
 
+func (k *sshExec) drop() { k.in.Stdin = "" }
+
 func (k *sshExec) finish(e *ended) *result {
-	in, st, s := k.in, k.st, e.streams
+	in, st, s := &k.in, k.st, e.streams // not a copy: drop writes k.in.Stdin
 	out := &SSHExecOutput{Handle: e.handle, Target: in.Target, Status: e.status, ExitCode: e.exitCode, Signal: e.signal,
 		DurationMS: e.duration.Milliseconds(), Stdout: s[0], Stderr: s[1], RemoteStopped: e.remoteStopped, Reason: e.reason}
 	isError := out.Status != StatusExited || out.ExitCode == nil || *out.ExitCode != 0

@@ -291,6 +291,8 @@ func (k *sshExecMany) end(t *fanTarget, r *ToolResult) {
 	k.mu.Unlock()
 }
 
+func (k *sshExecMany) drop() { k.in.Stdin = "" } // each target's action lets go of its own
+
 // finish groups the targets' results; its parts are the groups.
 func (k *sshExecMany) finish(e *ended) *result {
 	k.mu.Lock()

@@ -132,6 +132,8 @@ func (k *sshUpload) execute(ctx context.Context, _ []io.Writer, moved *atomic.In
 	return transferEnded(ctx, res, err)
 }
 
+func (k *sshUpload) drop() { k.content, k.in.Content = nil, nil }
+
 func (k *sshUpload) finish(e *ended) *result {
 	out := &SSHUploadOutput{Handle: e.handle, Target: k.in.Target, Path: k.in.Path, Status: e.status, DurationMS: e.duration.Milliseconds(), Reason: e.reason}
 	path := e.path
