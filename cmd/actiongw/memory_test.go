@@ -108,19 +108,20 @@ func rounds(t testing.TB, s *served, n, workers int) {
 	}
 }
 
-// TestServeMemoryKeepsNoCall: a finished action kept its whole call in
-// memory for as long as the registry knows it (keepFinished, 356
-// actions), by three paths: its kind's input, the action's context (the
-// call's values: its approver holds the request), and the call's
-// progress function (its context). An inline upload of 5 MiB kept its
-// 7 MB frame: 305 MB of heap after 40 of them (BenchmarkMCPUploadInline),
-// and an agent could pin some 1.4 GB with calls of max_frame_bytes. Ten
-// calls of each tool that sends what its call carries, each of about
-// 1 MB and with a progress token, must leave the heap in use after a
-// collection less than 4 MiB above where it was; with any one path open,
-// it grows by more than 30 MiB.
-func TestServeMemoryKeepsNoCall(t *testing.T) {
-	s := startServedWith(t, servedOptions{testtools: true, tables: filesTables})
+// TestServeMemoryFinishedLarge: the registry keeps the last keepFinished
+// (356) finished actions, and each kept in memory what it no longer
+// needs. Its whole call, by three paths: its kind's input, the action's
+// context (the call's values: its approver holds the request), and the
+// call's progress function (its context). An inline upload of 5 MiB kept
+// its 7 MB frame: 305 MB of heap after 40 of them
+// (BenchmarkMCPUploadInline), and an agent could pin some 1.4 GB with
+// calls of max_frame_bytes. And a terminal session its emulator, about
+// 5 MB. Ten each of an upload, an ssh_exec with stdin and a request with a
+// body, each of about 1 MB and with a progress token, and of a terminal
+// session must leave the heap in use after a collection less than 4 MiB
+// above where it was; with any one path open, it grows by 30 MiB or more.
+func TestServeMemoryFinishedLarge(t *testing.T) {
+	s := startServedWith(t, servedOptions{testtools: true, tables: filesTables + sessionTarget})
 	if r := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "mkdir " + s.allowed("")}); r.IsError {
 		t.Fatal(resultText(r))
 	}
@@ -131,24 +132,23 @@ func TestServeMemoryKeepsNoCall(t *testing.T) {
 	}
 	content := base64.StdEncoding.EncodeToString(raw)
 	text := strings.Repeat("a line of stdin or of a body\n", size/29)
-	calls := []struct {
-		name string
-		args map[string]any
-	}{
-		{"ssh_upload", map[string]any{"target": "files", "path": s.allowed("call.bin"), "content": content, "encoding": "base64", "overwrite": true}},
-		{"ssh_exec", map[string]any{"target": "box", "command": "wc -c", "stdin": text}},
-		{"http_request", map[string]any{"endpoint": "api", "method": "POST", "path": "/echo", "body": text}},
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := s.client.CallTool(ctx, name, args, func(mcp.ProgressNotificationParams) {})
+		if err != nil || r.IsError && name != "cancel_action" { // a session cancelled is an error
+			t.Fatalf("%s: %v %s", name, err, resultText(r))
+		}
+		return r
 	}
 	run := func(n int) {
 		for range n {
-			for _, c := range calls {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				r, err := s.client.CallTool(ctx, c.name, c.args, func(mcp.ProgressNotificationParams) {})
-				cancel()
-				if err != nil || r.IsError {
-					t.Fatalf("%s: %v %s", c.name, err, resultText(r))
-				}
-			}
+			call("ssh_upload", map[string]any{"target": "files", "path": s.allowed("call.bin"), "content": content, "encoding": "base64", "overwrite": true})
+			call("ssh_exec", map[string]any{"target": "box", "command": "wc -c", "stdin": text})
+			call("http_request", map[string]any{"endpoint": "api", "method": "POST", "path": "/echo", "body": text})
+			start := decode[gateway.SSHSessionOutput](t, call("ssh_session_start", map[string]any{"target": "term", "command": "bash --norc --noprofile"}))
+			call("ssh_session_send", map[string]any{"handle": start.Handle, "text": "seq 1 2000; echo done-seq", "keys": []string{"Enter"}, "wait_for": "(?m)^done-seq$"})
+			call("cancel_action", map[string]any{"handle": start.Handle}) // returns once it ended
 		}
 	}
 	run(1) // warm: the connection, the spool, the pools
@@ -156,9 +156,9 @@ func TestServeMemoryKeepsNoCall(t *testing.T) {
 	run(10)
 	after := heapOf(t, s, "")
 	grew := after.HeapInuse - before.HeapInuse
-	t.Logf("heap in use after a collection: %d KiB, then %d KiB after 30 calls of about 1 MB", before.HeapInuse>>10, after.HeapInuse>>10)
+	t.Logf("heap in use after a collection: %d KiB, then %d KiB after 40 more finished actions", before.HeapInuse>>10, after.HeapInuse>>10)
 	if grew > 4<<20 {
-		t.Errorf("serve's heap in use grew by %d KiB over 30 finished calls of about 1 MB each; want under 4096 KiB: a finished action keeps what its call sent", grew>>10)
+		t.Errorf("serve's heap in use grew by %d KiB over 40 finished actions (30 calls of about 1 MB, 10 sessions); want under 4096 KiB: a finished action keeps what it no longer needs", grew>>10)
 	}
 }
 

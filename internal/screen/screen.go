@@ -3,6 +3,7 @@ package screen
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -21,7 +22,8 @@ const (
 
 // A Screen renders a terminal's output. Write only queues (it never
 // waits for the emulator, whatever a flood costs it); Snapshot renders
-// what was queued. Close stops its goroutine and waits for it.
+// what was queued. Close stops its goroutine and waits for it, and lets
+// go of the emulator: a closed screen keeps only its last Text.
 type Screen struct {
 	mu      sync.Mutex
 	pending []byte
@@ -33,6 +35,7 @@ type Screen struct {
 	emu     *vt.Emulator
 	spare   []byte
 	replies sync.WaitGroup
+	last    Text // once closed (emu nil): what it showed
 }
 
 // New returns a screen of cols columns and rows rows.
@@ -85,6 +88,9 @@ func (s *Screen) render() {
 func (s *Screen) Resize(cols, rows int) {
 	s.emuMu.Lock()
 	defer s.emuMu.Unlock()
+	if s.emu == nil {
+		return // closed
+	}
 	s.render()
 	s.emu.Resize(max(cols, 1), max(rows, 1))
 }
@@ -141,11 +147,21 @@ func (t *Text) Overlay(held []byte) {
 // rendered. Trailing blank rows are left out.
 func (s *Screen) Snapshot() Text {
 	s.emuMu.Lock()
+	defer s.emuMu.Unlock()
+	if s.emu == nil {
+		t := s.last
+		t.Rows = slices.Clone(t.Rows)
+		return t
+	}
+	return s.snapshot()
+}
+
+// snapshot is Snapshot of the open screen; emuMu is held.
+func (s *Screen) snapshot() Text {
 	s.render()
 	rows := strings.Split(s.emu.String(), "\n")
 	pos := s.emu.CursorPosition()
 	alt := s.emu.IsAltScreen()
-	s.emuMu.Unlock()
 	for i, r := range rows {
 		t := strings.TrimRight(r, " ")
 		if n := utf8.RuneCountInString(t); i == pos.Y && n < pos.X {
@@ -163,18 +179,32 @@ func (s *Screen) Snapshot() Text {
 	return Text{Rows: rows, CursorCol: pos.X, CursorRow: pos.Y, AltScreen: alt, Resets: resets}
 }
 
-// Close stops the screen's goroutine and waits for it.
+// Close stops the screen's goroutine and waits for it, and lets go of
+// the emulator, some 5 MB (its parser's buffer of 4 MiB, its screens),
+// which the gateway's finished sessions kept, hundreds of them, until
+// they were forgotten. Later Snapshots return what it showed as it closed.
 func (s *Screen) Close() {
 	s.mu.Lock()
+	closed := s.closed
 	s.closed = true
 	s.mu.Unlock()
+	if closed {
+		return
+	}
 	// Not emu.Close, whose flag races with the reader's Read: the pipe's
 	// writing end, closed, ends the reader with end of file, and what the
 	// emulator answers after that is dropped.
 	s.emuMu.Lock()
+	last := s.snapshot()
 	if c, ok := s.emu.InputPipe().(io.Closer); ok {
 		c.Close()
 	}
 	s.emuMu.Unlock()
 	s.replies.Wait()
+	s.emuMu.Lock()
+	s.emu, s.spare, s.last = nil, nil, last
+	s.emuMu.Unlock()
+	s.mu.Lock()
+	s.pending = nil
+	s.mu.Unlock()
 }

@@ -38,6 +38,30 @@ func TestScreen(t *testing.T) {
 	}
 }
 
+// A closed screen shows what it showed as it closed, written after or
+// not, and holds no emulator: the gateway keeps hundreds of finished
+// sessions, and each emulator is some 5 MB.
+func TestScreenClosed(t *testing.T) {
+	s := New(20, 4)
+	s.Write([]byte("$ seq 2\r\n1\r\n2\r\n$ "))
+	s.Close()
+	s.Write([]byte("after"))
+	s.Resize(10, 2)
+	got := s.Snapshot()
+	want := []string{"$ seq 2", "1", "2", "$ "}
+	if strings.Join(got.Rows, "|") != strings.Join(want, "|") || got.CursorCol != 2 || got.CursorRow != 3 {
+		t.Errorf("closed screen %q cursor %d,%d; want %q cursor 2,3", got.Rows, got.CursorCol, got.CursorRow, want)
+	}
+	got.Rows[0] = "changed"
+	if again := s.Snapshot(); again.Rows[0] != want[0] {
+		t.Errorf("a snapshot's rows are the screen's: changed one, the next shows %q", again.Rows[0])
+	}
+	if s.emu != nil {
+		t.Error("a closed screen keeps its emulator")
+	}
+	s.Close() // twice: nothing more
+}
+
 // A flood is taken as fast as it comes, in bounded memory, and the
 // screen shows its end.
 func TestScreenFlood(t *testing.T) {
