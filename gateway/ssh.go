@@ -169,9 +169,13 @@ func envLines(env map[string]string) string {
 	return b.String()
 }
 
+// joinReason joins two parts of a reason, either of which may be empty.
 func joinReason(a, b string) string {
-	if a == "" {
+	switch {
+	case a == "":
 		return b
+	case b == "":
+		return a
 	}
 	return a + "; " + b
 }

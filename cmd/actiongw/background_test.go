@@ -178,8 +178,8 @@ max_connections = 4
 				})
 			}
 			out := decode[gateway.SSHExecOutput](t, s.call(t, "cancel_action", map[string]any{"handle": h}))
-			if out.Status != gateway.StatusCancelled || out.RemoteStopped == nil || !*out.RemoteStopped || !strings.Contains(out.Reason, "cancel_action") {
-				t.Errorf("cancel_action: %+v; want cancelled by cancel_action, remote_stopped true", out)
+			if out.Status != gateway.StatusCancelled || out.RemoteStopped == nil || !*out.RemoteStopped || out.Reason != "cancelled by cancel_action" {
+				t.Errorf("cancel_action: %+v; want reason \"cancelled by cancel_action\", remote_stopped true", out)
 			}
 			if !sshtest.WaitGone(pid, 5*time.Second) {
 				t.Errorf("remote process %d still running after cancel_action", pid)
