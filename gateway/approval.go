@@ -111,6 +111,12 @@ func WithApprover(ctx context.Context, a Approver) context.Context {
 	return context.WithValue(ctx, approverKey{}, a)
 }
 
+// approverOf is the Approver ctx carries, or nil.
+func approverOf(ctx context.Context) Approver {
+	a, _ := ctx.Value(approverKey{}).(Approver)
+	return a
+}
+
 // remembered holds the exact actions a person approved for a while
 // (AnswerApproveFor), by Question.Key, which names the configuration they
 // were approved under: after a reload they no longer match.
@@ -186,7 +192,7 @@ func (g *Gateway) approve(ctx context.Context, s *state, a *action, q *Question,
 		return nil
 	}
 	denied := func(reason string) error { return policy.Unapproved(q.Target, rule, reason) }
-	ap, _ := ctx.Value(approverKey{}).(Approver)
+	ap := approverOf(ctx)
 	f := g.theFeed()
 	if ap == nil && (f == nil || s.cfg.Approval.Via == config.ViaClient) {
 		record(recordUnavailable)

@@ -156,7 +156,7 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 			output.Plural(len(names), "target"), c.server.ResultBytes)
 	}
 	parallel := cmp.Or(in.MaxParallel, c.server.MaxParallel)
-	k := &sshExecMany{g: g, s: s, in: in, label: label, parallel: min(max(parallel, 1), cap(c.limit.server)),
+	k := &sshExecMany{g: g, s: s, in: in, ap: approverOf(ctx), label: label, parallel: min(max(parallel, 1), cap(c.limit.server)),
 		background: waitFor(in.WaitS, c.server.Wait) == 0, list: make([]*fanTarget, len(names))}
 	for i, name := range names {
 		k.list[i] = &fanTarget{name: name, a: g.sshExecAction(s.cfg, s.ssh[name], in.on(name))}
@@ -167,9 +167,12 @@ func (g *Gateway) SSHExecMany(ctx context.Context, in SSHExecManyInput, progress
 // sshExecMany is one ssh_exec_many call: a fan-out whose execute runs an
 // ssh_exec action on each target (see fanout).
 type sshExecMany struct {
-	g     *Gateway
-	s     *state
-	in    SSHExecManyInput
+	g  *Gateway
+	s  *state
+	in SSHExecManyInput
+	// ap is the call's approver, which its targets ask (an unknown host
+	// key) while it runs: its action's context is not the call's.
+	ap    Approver
 	label string // names the targets for the audit log
 	// parallel is how many targets run at once; background is set when
 	// the call goes to the background at once (wait_s 0).
@@ -212,6 +215,9 @@ func (k *sshExecMany) check(intent *audit.Record) (policy.Decision, error) {
 // (starting opens a session and writes the intent, which must not queue
 // behind the other targets'), and waits for them.
 func (k *sshExecMany) execute(ctx context.Context, _ []io.Writer, done *atomic.Int64) *ended {
+	if k.ap != nil {
+		ctx = WithApprover(ctx, k.ap)
+	}
 	sem := make(chan struct{}, k.parallel)
 	own := make(chan struct{}, 1)
 	own <- struct{}{}
@@ -291,7 +297,15 @@ func (k *sshExecMany) end(t *fanTarget, r *ToolResult) {
 	k.mu.Unlock()
 }
 
-func (k *sshExecMany) drop() { k.in.Stdin = "" } // each target's action lets go of its own
+// drop lets go of the stdin and the approver, and of the stdin of every
+// target: one that never ran (refused, not started, or replaced after a
+// reload) did not drop its own. The targets have ended.
+func (k *sshExecMany) drop() {
+	k.in.Stdin, k.ap = "", nil
+	for _, t := range k.list {
+		t.a.kind.(sender).drop()
+	}
+}
 
 // finish groups the targets' results; its parts are the groups.
 func (k *sshExecMany) finish(e *ended) *result {
