@@ -409,9 +409,10 @@ func (r *Redactor) Redact(b []byte) []byte {
 	if r == nil || r.maxLen == 0 {
 		return b
 	}
-	var v view
+	v := takeView(nil)
+	defer putView(v)
 	v.build(0, true, b, true)
-	c := cursor{v: &v}
+	c := cursor{v: v}
 	var out []byte
 	xc := 0
 	r.scan(v.y, true, func(s, e int, p *pattern) {

@@ -28,7 +28,7 @@ type Stream struct {
 	// the view of the bytes being decided, and its cursor; xc is how far
 	// they have been emitted.
 	in []byte
-	v  view
+	v  *view // from views, while the stream lives
 	c  cursor
 	xc int
 	// seen has a bit for each secret (Redactor.names) a whole form of
@@ -89,8 +89,9 @@ func (w *Stream) decide(p []byte, end bool) {
 		w.in = append(append(w.in[:0], w.carry...), p...)
 		x = w.in
 	}
+	w.v = takeView(w.v)
 	w.v.build(w.prev, w.pure, x, end)
-	w.c = cursor{v: &w.v}
+	w.c = cursor{v: w.v}
 	w.xc = 0
 	next := w.r.scan(w.v.y, end, w.match)
 	w.emitTo(w.c.x(next))
@@ -135,7 +136,8 @@ func (w *Stream) Close() {
 // release lets go of the buffers of an ended stream: an action's captures
 // outlive it, for its result and for reads.
 func (w *Stream) release() {
-	w.carry, w.in, w.v = nil, nil, view{}
+	putView(w.v)
+	w.carry, w.in, w.v, w.c = nil, nil, nil, cursor{}
 }
 
 // Cut ends a stream that stopped early (a cancel, a timeout, a drain cap).
@@ -177,7 +179,8 @@ func (w *Stream) pending() ([]byte, *pattern) {
 	if len(w.carry) == 0 {
 		return nil, nil
 	}
-	v := &w.v // rebuilt by the next decide
+	w.v = takeView(w.v) // rebuilt by the next decide
+	v := w.v
 	v.build(w.prev, w.pure, w.carry, true)
 	c := cursor{v: v}
 	held := w.carry
