@@ -44,7 +44,14 @@ func TestAwaitWatcher(t *testing.T) {
 				canary, fifo := filepath.Join(dir, "ran"), filepath.Join(dir, "actiongw-"+id+".arm")
 				env := []string{"PATH=" + path, "TMPDIR=" + dir}
 				var stderr bytes.Buffer
-				cmd := exec.Command(sh, "-c", wrap(&Request{Command: "echo ran > " + canary}, id, armedBeside, time.Second, time.Second, true))
+				// The wait the wrapper gives its watcher: long when one
+				// comes (a loaded machine took over a second to start
+				// the watcher's shell), short when none does.
+				deadline := time.Second
+				if armed {
+					deadline = 30 * time.Second
+				}
+				cmd := exec.Command(sh, "-c", wrap(&Request{Command: "echo ran > " + canary}, id, armedBeside, deadline, time.Second, true))
 				cmd.Env, cmd.Stderr = env, &stderr
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
