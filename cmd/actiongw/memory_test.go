@@ -110,17 +110,18 @@ func rounds(t testing.TB, s *served, n, workers int) {
 
 // TestServeMemoryFinishedLarge: the registry keeps the last keepFinished
 // (356) finished actions, and each kept in memory what it no longer
-// needs. Its whole call, by three paths: its kind's input, the action's
+// needed. Its whole call, by three paths: its kind's input, the action's
 // context (the call's values: its approver holds the request), and the
 // call's progress function (its context). An inline upload of 5 MiB kept
 // its 7 MB frame: 305 MB of heap after 40 of them
 // (BenchmarkMCPUploadInline), and an agent could pin some 1.4 GB with
-// calls of max_frame_bytes. A fan-out the stdin of its targets that never
-// ran. And a terminal session its emulator, about 5 MB. Ten each of an
-// upload, an ssh_exec with stdin, a request with a body, a fan-out with
-// stdin to a target that runs and one that does not, each of about 1 MB
-// and with a progress token, and of a terminal session must leave the heap in use after a collection less than 4 MiB
-// above where it was; with any one path open, it grows by 30 MiB or more.
+// calls of max_frame_bytes. A fan-out kept the stdin of its targets that
+// never ran, and a terminal session its emulator, about 5 MB. Ten rounds
+// of an upload, an ssh_exec with stdin, a request with a body and a
+// fan-out with stdin to a target that runs and one that does not (each
+// of about 1 MB, with a progress token), and a terminal session, must
+// leave the heap in use after a collection less than 4 MiB above where
+// it was; with any one of those paths open, it grows by 12 MiB or more.
 func TestServeMemoryFinishedLarge(t *testing.T) {
 	s := startServedWith(t, servedOptions{testtools: true, tables: filesTables + sessionTarget})
 	if r := s.call(t, "ssh_exec", map[string]any{"target": "box", "command": "mkdir " + s.allowed("")}); r.IsError {

@@ -53,14 +53,6 @@ type view struct {
 // serve allocated under a mixed load.
 var views = sync.Pool{New: func() any { return new(view) }}
 
-// takeView returns v, or a view from views when v is nil.
-func takeView(v *view) *view {
-	if v != nil {
-		return v
-	}
-	return views.Get().(*view)
-}
-
 // putView gives v (nil: none) back to views, holding no input.
 func putView(v *view) {
 	if v != nil {

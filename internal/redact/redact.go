@@ -409,7 +409,7 @@ func (r *Redactor) Redact(b []byte) []byte {
 	if r == nil || r.maxLen == 0 {
 		return b
 	}
-	v := takeView(nil)
+	v := views.Get().(*view)
 	defer putView(v)
 	v.build(0, true, b, true)
 	c := cursor{v: v}

@@ -89,8 +89,7 @@ func (w *Stream) decide(p []byte, end bool) {
 		w.in = append(append(w.in[:0], w.carry...), p...)
 		x = w.in
 	}
-	w.v = takeView(w.v)
-	w.v.build(w.prev, w.pure, x, end)
+	w.view().build(w.prev, w.pure, x, end)
 	w.c = cursor{v: w.v}
 	w.xc = 0
 	next := w.r.scan(w.v.y, end, w.match)
@@ -131,6 +130,14 @@ func (w *Stream) Close() {
 		w.decide(nil, true)
 	}
 	w.release()
+}
+
+// view is the stream's view, from views at its first use.
+func (w *Stream) view() *view {
+	if w.v == nil {
+		w.v = views.Get().(*view)
+	}
+	return w.v
 }
 
 // release lets go of the buffers of an ended stream: an action's captures
@@ -179,8 +186,7 @@ func (w *Stream) pending() ([]byte, *pattern) {
 	if len(w.carry) == 0 {
 		return nil, nil
 	}
-	w.v = takeView(w.v) // rebuilt by the next decide
-	v := w.v
+	v := w.view() // rebuilt by the next decide
 	v.build(w.prev, w.pure, w.carry, true)
 	c := cursor{v: v}
 	held := w.carry
