@@ -4,6 +4,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,12 +61,18 @@ func p50(l latencies) time.Duration { return l[len(l)/2] } // sorted by report
 // BenchmarkMCPSessionFlood drains 100 MB through a terminal session
 // while nobody sends, against ssh_exec draining as much in the same run,
 // and reports both rates, their ratio (target >= 0.5) and serve's peak
-// RSS (target <= 64 MiB).
+// RSS (target <= 64 MiB), and OpenSSH's own client draining as much
+// through a pseudo-terminal (ssh -tt), the ceiling a terminal sets:
+// pty-ratio is the session against it.
 func BenchmarkMCPSessionFlood(b *testing.B) {
 	const size = 100_000_000
 	s := startServedWith(b, servedOptions{tables: sessionTarget})
 	command := fmt.Sprintf("yes %s | head -c %d", strings.Repeat("x", 99), size)
-	var ours, theirs time.Duration
+	key := filepath.Join(b.TempDir(), "id")
+	if err := os.WriteFile(key, s.sshd.ClientKey, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var ours, theirs, bare time.Duration
 	stop := profileServe(b, s)
 	for b.Loop() {
 		t0 := time.Now()
@@ -80,12 +90,21 @@ func BenchmarkMCPSessionFlood(b *testing.B) {
 			b.Fatalf("the flood's end never showed: %v", out.Screen.Rows)
 		}
 		s.call(b, "cancel_action", map[string]any{"handle": start.Handle})
+		t0 = time.Now()
+		ssh := exec.Command("ssh", "-tt", "-i", key, "-o", "UserKnownHostsFile="+s.sshd.KnownHosts, "-o", "BatchMode=yes",
+			"-p", strconv.Itoa(s.sshd.Port), s.sshd.User+"@127.0.0.1", command)
+		if err := ssh.Run(); err != nil { // stdout is /dev/null
+			b.Fatalf("ssh -tt: %v", err)
+		}
+		bare += time.Since(t0)
 	}
 	stop()
 	mbps := func(d time.Duration) float64 { return float64(b.N) * size / d.Seconds() / 1e6 }
 	b.ReportMetric(mbps(ours), "session-MB/s")
 	b.ReportMetric(mbps(theirs), "ssh_exec-MB/s")
 	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "ratio")
+	b.ReportMetric(mbps(bare), "openssh-tt-MB/s")
+	b.ReportMetric(bare.Seconds()/ours.Seconds(), "pty-ratio")
 	if rss, err := proc.Memory(s.client.Pid(), "VmHWM"); err == nil {
 		b.ReportMetric(float64(rss)/(1<<20), "serve-peak-MiB")
 	}
