@@ -186,6 +186,10 @@ func (s *session) requests(reqs <-chan *ssh.Request) {
 	}
 }
 
+// copyBufs are copy's read buffers: two a command, 128 KiB of garbage
+// each ssh_exec made before (12% of what serve allocated in the soak).
+var copyBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
+
 // copy drains r into w until end of file. With marker set, it removes the
 // wrapper's marker lines from the start and the supervisor's last line
 // from the end. With giveUp too, it stops looking for the wrapper's line
@@ -194,7 +198,9 @@ func (s *session) requests(reqs <-chan *ssh.Request) {
 // screen must not wait for a line that never comes.
 func (s *session) copy(w io.Writer, r io.Reader, marker bool, giveUp time.Duration) {
 	defer s.readers.Done()
-	buf := make([]byte, 64<<10)
+	b := copyBufs.Get().(*[64 << 10]byte)
+	defer copyBufs.Put(b)
+	buf := b[:]
 	var mu sync.Mutex // pending, marker and the writes to w, shared with the give-up timer
 	var pending, held []byte
 	tail := marker
