@@ -445,7 +445,7 @@ func (c *conn) readLoop() {
 // id, a message with a member of the wrong type.
 func (c *conn) decode(frame []byte, owned bool) (jsonrpc.Message, bool) {
 	small, value, lifted := lift(frame, owned)
-	msg, err := jsonrpc.DecodeMessage(small)
+	msg, err := wire.Decode(small)
 	if err == nil {
 		if lifted {
 			carry(msg, value)

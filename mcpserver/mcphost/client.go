@@ -533,11 +533,11 @@ func (c *Client) dispatchLoop() {
 	}
 }
 
-// decode is jsonrpc.DecodeMessage plus error responses with a null id,
-// which the SDK's decoder rejects but a server sends for frames it could
-// not take.
+// decode is wire.Decode (jsonrpc.DecodeMessage's reading) plus error
+// responses with a null id, which the SDK's decoder rejects but a server
+// sends for frames it could not take.
 func decode(frame []byte) (jsonrpc.Message, error) {
-	msg, err := jsonrpc.DecodeMessage(frame)
+	msg, err := wire.Decode(frame)
 	if err == nil {
 		return msg, nil
 	}
