@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -88,7 +89,7 @@ func serve[In, Out any](t *gateway.Tool[In, Out]) func(*mcp.Server, *toolEnv) {
 			tool.OutputSchema = schema()
 		}
 		restore := restorer[In](t.Name)
-		mcp.AddTool(s, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		addTool(s, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 			if restore != nil {
 				if err := restore(req, &in); err != nil {
 					var zero Out
@@ -134,8 +135,11 @@ func inputSchema[In any](enums map[string][]string) *jsonschema.Schema {
 }
 
 // schemaFor is the schema the SDK would infer for T.
-func schemaFor[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
+func schemaFor[T any]() *jsonschema.Schema { return schemaOf(reflect.TypeFor[T]()) }
+
+// schemaOf is the schema the SDK would infer for t.
+func schemaOf(t reflect.Type) *jsonschema.Schema {
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{})
 	if err != nil {
 		panic(err) // a Go type the SDK could not serve either
 	}

@@ -41,7 +41,7 @@ type emitOut struct {
 }
 
 func addEmitTool(s *mcp.Server, env *toolEnv) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "emit",
 		Description: "Test tool: return a generated payload as text, optionally slowly and in chunks with progress.",
 	}, env.emit)

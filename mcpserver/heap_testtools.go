@@ -31,7 +31,7 @@ type heapOut struct {
 }
 
 func addHeapTool(s *mcp.Server, _ *toolEnv) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "heap",
 		Description: "Test tool: collect garbage, then return the heap's statistics, optionally writing a heap profile.",
 	}, heap)
@@ -73,7 +73,7 @@ type cpuProfileOut struct {
 }
 
 func addCPUProfileTool(s *mcp.Server, _ *toolEnv) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "cpu_profile",
 		Description: "Test tool: start a CPU profile into a file, or stop the one running.",
 	}, cpuProfile)

@@ -19,10 +19,11 @@ import (
 )
 
 // A large string argument is lifted out of its frame before the SDK sees
-// the frame: the SDK decodes a tools/call some eight times over (the
-// message, its params, their _meta twice, the arguments against the
-// schema and back, then into the tool's input), which for an upload's
-// 7 MB of base64 content cost 13 times the transfer itself. The reader
+// the frame: a tools/call is decoded some five times over (the message by
+// wire.Decode, its params and their _meta twice by the SDK, the arguments
+// against the schema and into the tool's input by addTool; before those
+// two, by the SDK, eight), which for an upload's 7 MB of base64 content
+// cost 13 times the transfer itself. The reader
 // takes the value out once, puts a placeholder in its place, and hands
 // the value to the handler beside the request, in the request's Extra,
 // which only a transport sets: no frame can make a call look lifted.

@@ -117,12 +117,12 @@ type Health struct {
 
 func addInfoTools(s *mcp.Server, env *toolEnv) {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "list_targets",
 		Description: "List the SSH targets and HTTP endpoints configured for this server. Use their names in ssh_exec and http_request.",
 		Annotations: readOnly,
 	}, env.listTargets)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "health",
 		Description: "Report the server's version, uptime, running actions, stdio transport counters and the questions out to the person.",
 		Annotations: readOnly,
