@@ -43,10 +43,14 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 			tt.OutputSchema = schemaOf(rt.Elem())
 		}
 	}
-	if tt.OutputSchema == nil {
+	if tt.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
 		tt.OutputSchema = schemaFor[Out]()
 	}
-	input, output := resolved(tt.Name, tt.InputSchema), resolved(tt.Name, tt.OutputSchema)
+	input := resolved(tt.Name, tt.InputSchema)
+	var output *jsonschema.Resolved // none for an Out of any without a schema, as in the SDK
+	if tt.OutputSchema != nil {
+		output = resolved(tt.Name, tt.OutputSchema)
+	}
 	s.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		in, err := arguments[In](req.Params.Arguments, input)
 		if err != nil {
@@ -69,16 +73,21 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 		if zero != nil && reflect.ValueOf(out).IsNil() {
 			value = zero
 		}
+		if value == nil { // an Out of any, left nil: no structured content
+			return res, nil
+		}
 		data, err := json.Marshal(value)
 		if err != nil {
 			return nil, fmt.Errorf("marshaling output: %w", err)
 		}
-		var v any
-		if _, err := segjson.Parse(data, &v, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
-			return nil, fmt.Errorf("validating tool output: %w", err)
-		}
-		if err := output.Validate(&v); err != nil {
-			return nil, fmt.Errorf("validating tool output: %w", err)
+		if output != nil {
+			var v any
+			if _, err := segjson.Parse(data, &v, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+				return nil, fmt.Errorf("validating tool output: %w", err)
+			}
+			if err := output.Validate(&v); err != nil {
+				return nil, fmt.Errorf("validating tool output: %w", err)
+			}
 		}
 		res.StructuredContent = json.RawMessage(data)
 		if res.Content == nil {

@@ -53,3 +53,54 @@ func TestAddToolRefusesDefaults(t *testing.T) {
 	}
 	addTool(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), &mcp.Tool{Name: "t"}, h) // none: added
 }
+
+// TestAddToolOutput: the output is checked against its schema (a value
+// the schema refuses is the call's error, never sent as structured
+// content); a nil pointer is served as its element's zero value, and an
+// Out of any left nil as no structured content, as the SDK does.
+func TestAddToolOutput(t *testing.T) {
+	type out struct {
+		Status string `json:"status"`
+	}
+	type none struct{}
+	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
+	closed := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"status": {Type: "string", Enum: []any{"ok"}}}}
+	addTool(s, &mcp.Tool{Name: "refused", OutputSchema: closed}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, out, error) {
+		return nil, out{Status: "not ok"}, nil
+	})
+	addTool(s, &mcp.Tool{Name: "nil"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, *out, error) {
+		return nil, nil, nil
+	})
+	addTool(s, &mcp.Tool{Name: "any"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "text only"}}}, nil, nil
+	})
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refused"}); err == nil || !strings.Contains(err.Error(), "validating tool output") {
+		t.Errorf("an output its schema refuses: %v; want the call's error naming the check", err)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nil"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(r.StructuredContent); string(got) != `{"status":""}` {
+		t.Errorf("a nil *out: structured content %s; want the zero out", got)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "any"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StructuredContent != nil || len(r.Content) != 1 {
+		t.Errorf("an Out of any left nil: structured %v, %d contents; want none and the text", r.StructuredContent, len(r.Content))
+	}
+}
