@@ -104,11 +104,19 @@ type servedOptions struct {
 	env []string
 }
 
+// serveUser is the account the served sshd logs in as root: one that no
+// other package's tests log in to. A stop that cannot see the whole of a
+// command takes a census of every process of the login's uid that
+// started during it, and another package's (a dead-man watcher's
+// heartbeat, orphaned as its session ended) would rightly make the stop
+// unverified.
+const serveUser = "actiongw-serve"
+
 func startServedWith(t testing.TB, o servedOptions) *served {
 	t.Helper()
 	stopMode := cmp.Or(o.stopMode, "signal")
 	testenv.SecretService(t)
-	s := &served{sshd: sshtest.Start(t, sshtest.Options{}), release: make(chan struct{}),
+	s := &served{sshd: sshtest.Start(t, sshtest.Options{User: serveUser}), release: make(chan struct{}),
 		token: cmp.Or(o.token, "tok-"+randomHex(t, 12)), stderr: &syncbuf.Buffer{}}
 	s.api = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(func() { close(s.release); s.api.Close() })

@@ -11,7 +11,8 @@
 //     account, it logs in root, for which OpenSSH refuses "signal"
 //     requests (see Server.Signals).
 //
-// With Options.Shell, sshd logs in an account whose login shell is that
+// With Options.User, sshd logs in that account in place of User, created
+// the same way. With Options.Shell, sshd logs in an account whose login shell is that
 // shell (ShellUser), created the same way; it needs root.
 //
 // Without sshd, or on a system that is not Unix, Start ends the test with

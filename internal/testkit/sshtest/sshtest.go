@@ -62,6 +62,12 @@ type Options struct {
 	// CI, Start ends the test with testenv.Missing. Empty logs in as
 	// described in the package doc (User, whose shell is /bin/sh).
 	Shell string
+	// User is an account of the test's own for sshd to log clients in as
+	// in place of User, such as one that no other package's tests log in
+	// to (a census of a login's processes then sees only this package's);
+	// it is created as User is. As root outside CI, without that account,
+	// Start falls back to User, and on. Shell takes precedence.
+	User string
 }
 
 // ShellUser is the account a server with Options.Shell set to shell logs
@@ -133,9 +139,9 @@ func sshdPath(t testing.TB) string {
 	return ""
 }
 
-// loginUser decides whom sshd logs in (see the package doc and
-// Options.Shell) and whether it delivers signals there.
-func loginUser(t testing.TB, shell string) (name string, signals bool) {
+// loginUser decides whom sshd logs in (see the package doc, Options.Shell
+// and Options.User) and whether it delivers signals there.
+func loginUser(t testing.TB, shell, own string) (name string, signals bool) {
 	t.Helper()
 	if shell != "" {
 		testenv.Root(t, "a login shell of the test's choosing is an account's, which only root can create")
@@ -150,9 +156,11 @@ func loginUser(t testing.TB, shell string) (name string, signals bool) {
 		}
 		return u.Username, true
 	}
-	if _, err := user.Lookup(User); err == nil || testenv.CI() {
-		EnsureUser(t, User)
-		return User, true
+	for _, name := range []string{own, User} {
+		if _, err := user.Lookup(name); name != "" && (err == nil || testenv.CI()) {
+			EnsureUser(t, name)
+			return name, true
+		}
 	}
 	return "root", false
 }
@@ -162,7 +170,7 @@ func loginUser(t testing.TB, shell string) (name string, signals bool) {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	sshd := sshdPath(t)
-	login, signals := loginUser(t, opts.Shell)
+	login, signals := loginUser(t, opts.Shell, opts.User)
 	if os.Geteuid() == 0 {
 		// The privilege separation directory, which only a root sshd needs.
 		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {

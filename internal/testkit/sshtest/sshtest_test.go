@@ -141,6 +141,24 @@ func TestSignals(t *testing.T) {
 	}
 }
 
+// TestServerUser: with Options.User, sshd logs in that account.
+func TestServerUser(t *testing.T) {
+	testenv.Root(t, "only a root sshd logs in an account other than its own")
+	const own = "actiongw-sshtest-own"
+	EnsureUser(t, own)
+	s := Start(t, Options{User: own})
+	if s.User != own {
+		t.Errorf("User: got %q; want %q", s.User, own)
+	}
+	out, err := login(t, s, s.User, "id -un")
+	if err != nil {
+		t.Fatalf("ssh: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(out); got != own {
+		t.Errorf("id -un: got %q; want %q", got, own)
+	}
+}
+
 // TestServerShell: with Options.Shell, sshd logs in ShellUser's account,
 // whose login shell runs the command.
 func TestServerShell(t *testing.T) {
